@@ -1,0 +1,76 @@
+//! `tokfire generate`: one prompt, text on stdout as it is produced, the four clocks on stderr.
+
+use std::io::Write;
+
+use crate::cli::GenerateArgs;
+use crate::config::SamplingConfig;
+use crate::engine::generate::{generate, GenerateParams};
+use crate::error::ConfigError;
+use crate::model::chat::Message;
+use crate::model::{self, Loaded};
+use crate::report::clocks::{self, ClockContext};
+
+/// The raw prompt used when neither --prompt nor --chat is given.
+pub const DEFAULT_PROMPT: &str = "The capital of France is";
+
+pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
+    let cfg = super::model_config(&args.model)?;
+    let sampling = SamplingConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed };
+    sampling.validate()?;
+    let loaded = model::load(&cfg)?;
+    let prompt = prompt_text(&args, &loaded)?;
+    let ids = loaded.tokenizer.encode(&prompt)?;
+    let params = GenerateParams { max_new: args.max_tokens, sampling, stop: loaded.tokenizer.info.eos_id.into_iter().collect() };
+    let mut printer = StreamPrinter::default();
+    let g = generate(&loaded.model, &ids, &params, |t| printer.push(&loaded.tokenizer, t))?;
+    println!();
+    if args.ids {
+        println!("{:?}", g.tokens);
+    }
+    let ctx = ClockContext {
+        load: loaded.load_time,
+        file_bytes: loaded.file_bytes,
+        model: &cfg.model,
+        device: &cfg.device.to_string(),
+        dtype: &format!("{:?}", cfg.dtype).to_lowercase(),
+    };
+    eprint!("{}", clocks::text(&ctx, &g));
+    Ok(())
+}
+
+fn prompt_text(args: &GenerateArgs, loaded: &Loaded) -> anyhow::Result<String> {
+    let Some(user) = &args.chat else {
+        return Ok(args.prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.to_string()));
+    };
+    let template = loaded.chat.as_ref().ok_or_else(|| ConfigError::Flag {
+        flag: "--chat".into(),
+        value: user.clone(),
+        reason: "this model has no chat template; use --prompt with raw text".into(),
+    })?;
+    let mut messages = Vec::new();
+    if let Some(system) = &args.system {
+        messages.push(Message::new("system", system));
+    }
+    messages.push(Message::new("user", user));
+    Ok(template.render(&messages, true).map_err(anyhow::Error::msg)?)
+}
+
+/// Prints decoded text as tokens arrive, holding back incomplete UTF-8 sequences.
+#[derive(Default)]
+struct StreamPrinter {
+    tokens: Vec<u32>,
+    printed: usize,
+}
+
+impl StreamPrinter {
+    fn push(&mut self, tok: &crate::model::tokenizer::Tokenizer, id: u32) {
+        self.tokens.push(id);
+        let Ok(text) = tok.decode(&self.tokens) else { return };
+        if text.ends_with('\u{FFFD}') || text.len() <= self.printed || !text.is_char_boundary(self.printed) {
+            return;
+        }
+        print!("{}", &text[self.printed..]);
+        let _ = std::io::stdout().flush();
+        self.printed = text.len();
+    }
+}

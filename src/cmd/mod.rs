@@ -1,0 +1,54 @@
+//! Verb dispatch: turns clap arguments into validated configs and calls the verb's module.
+
+mod generate;
+mod inspect;
+
+use crate::cli::{Cli, Command, ModelArgs};
+use crate::config::{default_cache_dir, default_hf_cache_dir, DeviceSpec, ModelConfig};
+use crate::error::ConfigError;
+
+/// Runs one command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    init_logging();
+    match cli.command {
+        Command::Generate(args) => generate::run(args),
+        Command::Inspect(args) => inspect::run(args),
+        Command::Run(_) => pending("run"),
+        Command::Sweep(_) => pending("sweep"),
+        Command::Ab(_) => pending("ab"),
+        Command::Cold(_) => pending("cold"),
+        Command::Session(_) => pending("session"),
+        Command::Compare(_) => pending("compare"),
+        Command::Report(_) => pending("report"),
+    }
+}
+
+/// The process exit code for an error: 2 for a verb that is not built yet, else 1.
+pub fn exit_code(err: &anyhow::Error) -> i32 {
+    match err.downcast_ref::<ConfigError>() {
+        Some(ConfigError::NotYetAvailable { .. }) => 2,
+        _ => 1,
+    }
+}
+
+fn pending(verb: &str) -> anyhow::Result<()> {
+    Err(ConfigError::NotYetAvailable { verb: verb.into() }.into())
+}
+
+/// Validates model arguments into a [`ModelConfig`].
+pub fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError> {
+    Ok(ModelConfig {
+        model: args.model.clone(),
+        cache_dir: args.cache_dir.clone().unwrap_or_else(default_cache_dir),
+        hf_cache_dir: default_hf_cache_dir(),
+        dtype: args.dtype,
+        device: DeviceSpec::parse(&args.device)?,
+    })
+}
+
+/// Logs go to stderr, filtered by `RUST_LOG`-style `TOKFIRE_LOG` (default: warnings).
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("TOKFIRE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).without_time().try_init();
+}

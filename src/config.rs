@@ -1,0 +1,141 @@
+//! The validated, serialisable settings a command runs with (the second stage after clap), and the
+//! one place the environment is read (`TOKFIRE_CACHE`, `HF_HOME`, through clap or here).
+
+use std::path::PathBuf;
+
+use candle_core::Device;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// How weights are held in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightDType {
+    /// Keep the file's quantization (GGUF blocks); dense files keep their dtype.
+    #[default]
+    Q,
+    /// Dequantize every matrix to dense f32.
+    F32,
+    /// Dequantize every matrix to dense f16 (activations stay f32).
+    F16,
+    /// Dequantize every matrix to dense bf16 (activations stay f32).
+    Bf16,
+}
+
+/// Where the model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceSpec {
+    Cpu,
+    Cuda(usize),
+    Metal,
+}
+
+impl DeviceSpec {
+    /// Parses `cpu`, `cuda`, `cuda:N` or `metal`.
+    pub fn parse(spec: &str) -> Result<Self, ConfigError> {
+        let bad = |reason: &str| ConfigError::Device { spec: spec.to_string(), reason: reason.into() };
+        match spec.split_once(':') {
+            None if spec == "cpu" => Ok(Self::Cpu),
+            None if spec == "cuda" => Ok(Self::Cuda(0)),
+            None if spec == "metal" => Ok(Self::Metal),
+            Some(("cuda", n)) => n.parse().map(Self::Cuda).map_err(|_| bad("the ordinal after cuda: must be a number, e.g. cuda:0")),
+            _ => Err(bad("expected cpu, cuda, cuda:N or metal")),
+        }
+    }
+
+    /// Opens the device, or says which cargo feature this build lacks.
+    pub fn open(&self) -> Result<Device, ConfigError> {
+        let missing = |device: &str, feature: &str| ConfigError::FeatureMissing { device: device.into(), feature: feature.into() };
+        let failed = |e: candle_core::Error| ConfigError::Device { spec: self.to_string(), reason: e.to_string() };
+        match *self {
+            Self::Cpu => Ok(Device::Cpu),
+            Self::Cuda(n) => {
+                if !candle_core::utils::cuda_is_available() {
+                    return Err(missing("cuda", "cuda"));
+                }
+                Device::new_cuda(n).map_err(failed)
+            }
+            Self::Metal => {
+                if !candle_core::utils::metal_is_available() {
+                    return Err(missing("metal", "metal"));
+                }
+                Device::new_metal(0).map_err(failed)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cpu => write!(f, "cpu"),
+            Self::Cuda(n) => write!(f, "cuda:{n}"),
+            Self::Metal => write!(f, "metal"),
+        }
+    }
+}
+
+/// Which model to load and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// What the user passed to `--model`: manifest name, path or `hf:REPO[:FILE]`.
+    pub model: String,
+    /// Cache of fetched manifest models.
+    pub cache_dir: PathBuf,
+    /// Hugging Face hub cache used for `hf:` models.
+    pub hf_cache_dir: PathBuf,
+    pub dtype: WeightDType,
+    pub device: DeviceSpec,
+}
+
+/// The default cache for manifest models: `~/.cache/tokfire/models`.
+pub fn default_cache_dir() -> PathBuf {
+    home_dir().join(".cache").join("tokfire").join("models")
+}
+
+/// The hub cache hf-hub uses: `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
+pub fn default_hf_cache_dir() -> PathBuf {
+    match std::env::var_os("HF_HOME") {
+        Some(home) if !home.is_empty() => PathBuf::from(home).join("hub"),
+        _ => home_dir().join(".cache").join("huggingface").join("hub"),
+    }
+}
+
+fn home_dir() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Sampling settings; greedy when `temperature` is 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplingConfig {
+    /// 0 means greedy (argmax); benchmarks default to it so runs are reproducible.
+    pub temperature: f64,
+    /// Keep only the k most likely tokens (0 = off).
+    pub top_k: usize,
+    /// Keep the smallest set of tokens whose probability reaches p (1.0 = off).
+    pub top_p: f64,
+    /// Seed of the sampler's RNG.
+    pub seed: u64,
+}
+
+impl Default for SamplingConfig {
+    fn default() -> Self {
+        Self { temperature: 0.0, top_k: 0, top_p: 1.0, seed: 42 }
+    }
+}
+
+impl SamplingConfig {
+    /// Checks ranges; names the flag at fault.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let flag = |flag: &str, value: String, reason: &str| ConfigError::Flag { flag: flag.into(), value, reason: reason.into() };
+        if !(self.temperature >= 0.0 && self.temperature.is_finite()) {
+            return Err(flag("--temperature", self.temperature.to_string(), "must be 0 (greedy) or a positive number"));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(flag("--top-p", self.top_p.to_string(), "must be in (0, 1]"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,164 @@
+//! Per-sequence KV cache: one preallocated K and V buffer per layer, laid out
+//! `[kv_heads, capacity, head_dim]`, written in place at the sequence's position (no concat per
+//! step), grown by doubling when a sequence outlives its reservation, truncated for rollback.
+
+use candle_core::{DType, Device, Tensor};
+
+use crate::error::EngineError;
+
+/// The shape of one sequence's cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvShape {
+    pub layers: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    /// Longest sequence the model can address (its RoPE table), in tokens.
+    pub max_positions: usize,
+}
+
+/// The keys and values of one sequence, every layer.
+pub struct KvCache {
+    shape: KvShape,
+    k: Vec<Tensor>,
+    v: Vec<Tensor>,
+    len: usize,
+    capacity: usize,
+    device: Device,
+}
+
+impl KvCache {
+    /// A cache with room for `capacity` tokens before it has to grow.
+    pub fn new(shape: KvShape, capacity: usize, device: &Device) -> Result<Self, EngineError> {
+        let capacity = capacity.clamp(1, shape.max_positions);
+        let (k, v) = alloc(&shape, capacity, device)?;
+        Ok(Self { shape, k, v, len: 0, capacity, device: device.clone() })
+    }
+
+    /// Tokens held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Tokens that fit before the buffers grow.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes allocated for K and V across all layers (capacity, not length).
+    pub fn bytes(&self) -> usize {
+        2 * self.shape.layers * self.shape.kv_heads * self.capacity * self.shape.head_dim * DType::F32.size_in_bytes()
+    }
+
+    /// Forgets every token from position `len` on (speculative rollback, preemption).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Makes room for `extra` more tokens, growing (doubling) the buffers if needed.
+    pub(crate) fn reserve(&mut self, extra: usize) -> Result<(), EngineError> {
+        let needed = self.len + extra;
+        if needed > self.shape.max_positions {
+            return Err(EngineError::Invalid(format!(
+                "sequence of {needed} tokens exceeds the model's {} positions",
+                self.shape.max_positions
+            )));
+        }
+        if needed <= self.capacity {
+            return Ok(());
+        }
+        let capacity = needed.max(self.capacity * 2).min(self.shape.max_positions);
+        let (k, v) = alloc(&self.shape, capacity, &self.device)?;
+        if self.len > 0 {
+            for (new, old) in k.iter().zip(&self.k).chain(v.iter().zip(&self.v)) {
+                new.slice_set(&old.narrow(1, 0, self.len)?.contiguous()?, 1, 0)?;
+            }
+        }
+        self.k = k;
+        self.v = v;
+        self.capacity = capacity;
+        Ok(())
+    }
+
+    /// Writes `k`, `v` (`[kv_heads, n, head_dim]`, contiguous) of `layer` at the current length.
+    /// The length moves on only with [`KvCache::advance`], once every layer is written.
+    pub(crate) fn write(&self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(), EngineError> {
+        self.k[layer].slice_set(k, 1, self.len)?;
+        self.v[layer].slice_set(v, 1, self.len)?;
+        Ok(())
+    }
+
+    /// Keys and values of `layer` for the first `len` positions, `[kv_heads, len, head_dim]`.
+    pub(crate) fn view(&self, layer: usize, len: usize) -> Result<(Tensor, Tensor), EngineError> {
+        Ok((self.k[layer].narrow(1, 0, len)?, self.v[layer].narrow(1, 0, len)?))
+    }
+
+    /// Commits `n` tokens written to every layer.
+    pub(crate) fn advance(&mut self, n: usize) {
+        debug_assert!(self.len + n <= self.capacity, "advance past reserve; this is a bug");
+        self.len += n;
+    }
+}
+
+fn alloc(shape: &KvShape, capacity: usize, device: &Device) -> Result<(Vec<Tensor>, Vec<Tensor>), EngineError> {
+    let dims = (shape.kv_heads, capacity, shape.head_dim);
+    let mut k = Vec::with_capacity(shape.layers);
+    let mut v = Vec::with_capacity(shape.layers);
+    for _ in 0..shape.layers {
+        k.push(Tensor::zeros(dims, DType::F32, device)?);
+        v.push(Tensor::zeros(dims, DType::F32, device)?);
+    }
+    Ok((k, v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape() -> KvShape {
+        KvShape { layers: 2, kv_heads: 2, head_dim: 4, max_positions: 64 }
+    }
+
+    fn block(n: usize, base: f32) -> Tensor {
+        let data: Vec<f32> = (0..2 * n * 4).map(|i| base + i as f32).collect();
+        Tensor::from_vec(data, (2, n, 4), &Device::Cpu).unwrap()
+    }
+
+    #[test]
+    fn writes_in_place_grows_and_keeps_old_tokens() {
+        let mut c = KvCache::new(shape(), 2, &Device::Cpu).unwrap();
+        let first = block(2, 0.0);
+        c.reserve(2).unwrap();
+        for l in 0..2 {
+            c.write(l, &first, &first).unwrap();
+        }
+        c.advance(2);
+        let bytes_before = c.bytes();
+        c.reserve(3).unwrap();
+        assert!(c.capacity() >= 5);
+        assert!(c.bytes() > bytes_before);
+        let second = block(3, 100.0);
+        for l in 0..2 {
+            c.write(l, &second, &second).unwrap();
+        }
+        c.advance(3);
+        let (k, _) = c.view(1, 5).unwrap();
+        let expect = Tensor::cat(&[&first, &second], 1).unwrap();
+        let diff = (k - expect).unwrap().abs().unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap();
+        assert_eq!(diff, 0.0);
+    }
+
+    #[test]
+    fn truncate_rolls_back_and_limit_is_enforced() {
+        let mut c = KvCache::new(shape(), 8, &Device::Cpu).unwrap();
+        c.reserve(4).unwrap();
+        c.advance(4);
+        c.truncate(1);
+        assert_eq!(c.len(), 1);
+        assert!(c.reserve(64).is_err());
+        assert!(c.reserve(63).is_ok());
+    }
+}

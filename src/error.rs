@@ -1,0 +1,67 @@
+//! Error types, one per layer: configuration (flags, manifest, device), model loading, engine.
+//! Each message names the file or flag at fault and says what to do about it.
+
+use std::path::PathBuf;
+
+/// A bad flag, an unknown model name, a device this build cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("unknown model '{name}': not a manifest name, an existing .gguf file, a model directory or hf:REPO[:FILE]; known names: {known}")]
+    UnknownModel { name: String, known: String },
+    #[error("--device {spec}: {reason}")]
+    Device { spec: String, reason: String },
+    #[error("--device {device}: this build has no {device} support; rebuild with `cargo build --release --features {feature}`")]
+    FeatureMissing { device: String, feature: String },
+    #[error("{flag} {value}: {reason}")]
+    Flag { flag: String, value: String, reason: String },
+    #[error("the embedded model manifest is invalid: {0}; this is a bug")]
+    Manifest(String),
+    #[error("`tokfire {verb}` is not yet available in this version; `tokfire generate` and `tokfire inspect` work")]
+    NotYetAvailable { verb: String },
+}
+
+/// Loading a model: finding, fetching, parsing and building weights and tokenizer.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a GGUF file (magic bytes {magic:?}); pass a .gguf file, a model directory with config.json, or a manifest name")]
+    NotGguf { path: PathBuf, magic: String },
+    #[error("{path}: the GGUF file is damaged or truncated ({detail}); fetch it again")]
+    BadGguf { path: PathBuf, detail: String },
+    #[error("{path}: architecture '{arch}' is not supported; supported: {supported}")]
+    UnsupportedArch { path: PathBuf, arch: String, supported: String },
+    #[error("{path}: no tokenizer in this model ({detail}); use a GGUF with tokenizer.ggml.* metadata or a directory with tokenizer.json")]
+    NoTokenizer { path: PathBuf, detail: String },
+    #[error("{path}: {detail}")]
+    Invalid { path: PathBuf, detail: String },
+    #[error("fetching '{name}' failed: {detail}")]
+    Fetch { name: String, detail: String },
+    #[error("{what}: {source}")]
+    Candle { what: String, source: candle_core::Error },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// Running the model: forward passes, caches, sampling.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("tensor operation failed: {0}")]
+    Candle(#[from] candle_core::Error),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ModelError {
+    /// Wraps a candle error with what was being done.
+    pub fn candle(what: impl Into<String>) -> impl FnOnce(candle_core::Error) -> Self {
+        let what = what.into();
+        move |source| Self::Candle { what, source }
+    }
+
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io { path, source }
+    }
+}

@@ -1,0 +1,3 @@
+//! Measuring: statistics over raw samples (clocks, memory and provenance join later).
+
+pub mod stats;

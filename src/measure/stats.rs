@@ -1,0 +1,39 @@
+//! Small pure statistics over raw samples. Every function sorts its own copy, so callers keep
+//! their samples in the order they were taken. Median as the midpoint of the two central values
+//! for even counts (the usual definition, as in hyperfine's `statistics.rs`).
+
+/// The median, or `None` for no samples. NaN samples are ignored.
+pub fn median(samples: &[f64]) -> Option<f64> {
+    let v = sorted(samples);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The largest sample, or `None`.
+pub fn max(samples: &[f64]) -> Option<f64> {
+    sorted(samples).last().copied()
+}
+
+fn sorted(samples: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = samples.iter().copied().filter(|x| !x.is_nan()).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[f64::NAN, 5.0]), Some(5.0));
+        assert_eq!(max(&[1.0, 9.0, 3.0]), Some(9.0));
+    }
+}

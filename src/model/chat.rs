@@ -1,0 +1,91 @@
+//! Chat templates: the model's Jinja template (GGUF `tokenizer.chat_template` or
+//! `tokenizer_config.json`) rendered with minijinja and the helpers Hugging Face templates use
+//! (`raise_exception`, `bos_token`, `eos_token`, `add_generation_prompt`).
+
+use minijinja::{context, Environment, Error, ErrorKind};
+use serde::{Deserialize, Serialize};
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn new(role: &str, content: &str) -> Self {
+        Self { role: role.into(), content: content.into() }
+    }
+}
+
+/// A compiled chat template with the model's special-token strings.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    /// The template source.
+    pub source: String,
+    pub bos_token: String,
+    pub eos_token: String,
+}
+
+impl ChatTemplate {
+    /// Compiles `source`; the error says where the template is broken.
+    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self, String> {
+        let mut env = Environment::new();
+        env.add_function("raise_exception", |msg: String| -> Result<String, Error> {
+            Err(Error::new(ErrorKind::InvalidOperation, msg))
+        });
+        env.add_template_owned("chat", source.to_string()).map_err(|e| format!("chat template does not compile: {e:#}"))?;
+        Ok(Self { env, source: source.to_string(), bos_token: bos_token.into(), eos_token: eos_token.into() })
+    }
+
+    /// Renders the conversation; with `add_generation_prompt` the assistant's turn is opened.
+    pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String, String> {
+        let tmpl = self.env.get_template("chat").expect("template was added in new(); this is a bug");
+        tmpl.render(context! {
+            messages => minijinja::value::Serde(messages),
+            add_generation_prompt => add_generation_prompt,
+            bos_token => &self.bos_token,
+            eos_token => &self.eos_token,
+        })
+        .map_err(|e| format!("rendering the chat template: {e:#}"))
+    }
+
+    /// The template's first non-empty line, for `inspect`.
+    pub fn first_line(&self) -> &str {
+        self.source.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHATML: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are helpful.<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+    #[test]
+    fn renders_chatml_with_generation_prompt() {
+        let t = ChatTemplate::new(CHATML, "<|im_start|>", "<|im_end|>").unwrap();
+        let out = t.render(&[Message::new("user", "Hi")], true).unwrap();
+        assert_eq!(out, "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+        let out = t.render(&[Message::new("user", "Hi")], false).unwrap();
+        assert!(out.ends_with("Hi<|im_end|>\n"));
+    }
+
+    #[test]
+    fn raise_exception_becomes_an_error() {
+        let t = ChatTemplate::new("{{ raise_exception('roles must alternate') }}", "", "").unwrap();
+        let err = t.render(&[], true).unwrap_err();
+        assert!(err.contains("roles must alternate"), "{err}");
+    }
+
+    #[test]
+    fn broken_template_is_an_error() {
+        assert!(ChatTemplate::new("{% for %}", "", "").is_err());
+    }
+
+    #[test]
+    fn bos_and_eos_are_available() {
+        let t = ChatTemplate::new("{{ bos_token }}|{{ eos_token }}", "<s>", "</s>").unwrap();
+        assert_eq!(t.render(&[], false).unwrap(), "<s>|</s>");
+    }
+}

@@ -1,0 +1,153 @@
+//! What a model file is, read from its header alone (works for architectures the engine cannot
+//! run yet): architecture, parameters, tensor types, bytes, sha256, shape, RoPE, tokenizer, chat
+//! template, and the manifest entry (licence) when the file is a known one.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::gguf::Gguf;
+use super::{manifest, ModelPath};
+use crate::error::ModelError;
+
+/// Everything `tokfire inspect` shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelReport {
+    pub path: ModelPath,
+    pub architecture: String,
+    /// Total parameters (elements of every tensor).
+    pub parameters: u64,
+    pub tensor_count: usize,
+    /// Tensor count per storage type (e.g. `q4_1`, `f32`).
+    pub tensor_types: BTreeMap<String, usize>,
+    /// Bytes on disk.
+    pub file_bytes: u64,
+    /// Hex sha256 of the file (GGUF only).
+    pub sha256: Option<String>,
+    pub context_length: Option<u64>,
+    pub rope_theta: Option<f64>,
+    pub rope_dim: Option<u64>,
+    pub layers: Option<u64>,
+    pub heads: Option<u64>,
+    pub kv_heads: Option<u64>,
+    pub hidden: Option<u64>,
+    pub ffn: Option<u64>,
+    pub vocab_size: Option<u64>,
+    /// `tokenizer.ggml.model` (e.g. `gpt2`, `llama`) or `tokenizer.json`.
+    pub tokenizer: Option<String>,
+    pub tokenizer_pre: Option<String>,
+    pub bos_id: Option<u64>,
+    pub eos_id: Option<u64>,
+    pub add_bos: Option<bool>,
+    /// First non-empty line of the chat template, when there is one.
+    pub chat_template: Option<String>,
+    /// Manifest name and licence when the file's sha256 is a manifest entry.
+    pub manifest_name: Option<String>,
+    pub license: Option<String>,
+}
+
+/// Inspects a GGUF file.
+pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
+    let g = Gguf::open(path)?;
+    let arch = g.architecture()?;
+    let key = |k: &str| format!("{arch}.{k}");
+    let mut types = BTreeMap::new();
+    let mut parameters = 0u64;
+    for info in g.content.tensor_infos.values() {
+        *types.entry(format!("{:?}", info.ggml_dtype).to_lowercase()).or_insert(0) += 1;
+        parameters += info.shape.elem_count() as u64;
+    }
+    let sha256 = sha256_file(path)?;
+    let entry = manifest::manifest()?.by_sha256(&sha256).cloned();
+    let tokens = g.get("tokenizer.ggml.tokens").and_then(|v| v.to_vec().ok()).map(|v| v.len() as u64);
+    let template = g.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
+    Ok(ModelReport {
+        path: ModelPath::Gguf(path.into()),
+        tensor_count: g.content.tensor_infos.len(),
+        tensor_types: types,
+        parameters,
+        file_bytes: g.file_bytes,
+        sha256: Some(sha256),
+        context_length: g.opt_u64(&key("context_length")),
+        rope_theta: g.opt_f64(&key("rope.freq_base")),
+        rope_dim: g.opt_u64(&key("rope.dimension_count")),
+        layers: g.opt_u64(&key("block_count")),
+        heads: g.opt_u64(&key("attention.head_count")),
+        kv_heads: g.opt_u64(&key("attention.head_count_kv")),
+        hidden: g.opt_u64(&key("embedding_length")),
+        ffn: g.opt_u64(&key("feed_forward_length")),
+        vocab_size: g.opt_u64(&key("vocab_size")).or(tokens),
+        tokenizer: g.get("tokenizer.ggml.model").and_then(|v| v.to_string().ok()).cloned(),
+        tokenizer_pre: g.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok()).cloned(),
+        bos_id: g.opt_u64("tokenizer.ggml.bos_token_id"),
+        eos_id: g.opt_u64("tokenizer.ggml.eos_token_id"),
+        add_bos: g.opt_bool("tokenizer.ggml.add_bos_token"),
+        chat_template: template.map(|t| t.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string()),
+        manifest_name: entry.as_ref().map(|e| e.name.clone()),
+        license: entry.map(|e| e.license),
+        architecture: arch,
+    })
+}
+
+/// Inspects a safetensors model directory through its `config.json` and tensor headers.
+pub fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
+    let cfg = super::arch::LlamaConfig::from_hf_json(&dir.join("config.json"))?;
+    let files = super::weights::safetensors_files(dir)?;
+    // SAFETY: read-only mapping of files nobody truncates meanwhile.
+    let st = unsafe { candle_core::safetensors::MmapedSafetensors::multi(&files) }.map_err(ModelError::candle(format!("{}: opening safetensors", dir.display())))?;
+    let mut types = BTreeMap::new();
+    let mut parameters = 0u64;
+    let tensors = st.tensors();
+    for (_, view) in &tensors {
+        *types.entry(format!("{:?}", view.dtype()).to_lowercase()).or_insert(0) += 1;
+        parameters += view.shape().iter().product::<usize>() as u64;
+    }
+    let template = std::fs::read_to_string(dir.join("tokenizer_config.json")).ok().and_then(|t| {
+        let v: serde_json::Value = serde_json::from_str(&t).ok()?;
+        v["chat_template"].as_str().map(|s| s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string())
+    });
+    Ok(ModelReport {
+        path: ModelPath::Safetensors(dir.into()),
+        architecture: cfg.arch.clone(),
+        parameters,
+        tensor_count: tensors.len(),
+        tensor_types: types,
+        file_bytes: files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum(),
+        sha256: None,
+        context_length: Some(cfg.context_length as u64),
+        rope_theta: Some(cfg.rope_theta),
+        rope_dim: Some(cfg.head_dim as u64),
+        layers: Some(cfg.layers as u64),
+        heads: Some(cfg.heads as u64),
+        kv_heads: Some(cfg.kv_heads as u64),
+        hidden: Some(cfg.hidden as u64),
+        ffn: Some(cfg.ffn as u64),
+        vocab_size: Some(cfg.vocab as u64),
+        tokenizer: dir.join("tokenizer.json").exists().then(|| "tokenizer.json".to_string()),
+        tokenizer_pre: None,
+        bos_id: None,
+        eos_id: None,
+        add_bos: None,
+        chat_template: template,
+        manifest_name: None,
+        license: None,
+    })
+}
+
+/// Hex sha256 of a file, read in 1 MiB chunks.
+pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
+    let mut f = std::fs::File::open(path).map_err(ModelError::io(path))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(ModelError::io(path))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -1,0 +1,82 @@
+//! The model's one linear layer: quantized GGUF blocks through candle's `QMatMul`, or a dense
+//! matrix (f32/f16/bf16) through candle's gemm; activations are f32 on both paths; optional bias.
+
+use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Tensor};
+
+use crate::config::WeightDType;
+
+/// How a matrix is stored.
+#[derive(Debug, Clone)]
+pub enum Weight {
+    /// GGUF quantized blocks (or a small f32/f16 tensor candle keeps dense).
+    Quant(QMatMul),
+    /// Dense `[out, in]` in its storage dtype.
+    Dense(Tensor),
+}
+
+/// `y = x W^T (+ b)` for `x` of shape `[T, in]`, f32.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    weight: Weight,
+    bias: Option<Tensor>,
+}
+
+impl Linear {
+    /// From a GGUF tensor, kept quantized (`Q`) or dequantized to the dense dtype asked for.
+    pub fn from_qtensor(q: QTensor, dtype: WeightDType, device: &Device) -> candle_core::Result<Self> {
+        let weight = match dense_dtype(dtype) {
+            None => Weight::Quant(QMatMul::from_qtensor(q)?),
+            Some(dt) => Weight::Dense(q.dequantize(device)?.to_dtype(dt)?),
+        };
+        Ok(Self { weight, bias: None })
+    }
+
+    /// From a dense tensor `[out, in]`; `Q` keeps the file's dtype.
+    pub fn from_dense(w: Tensor, dtype: WeightDType) -> candle_core::Result<Self> {
+        let w = match dense_dtype(dtype) {
+            None => w,
+            Some(dt) => w.to_dtype(dt)?,
+        };
+        Ok(Self { weight: Weight::Dense(w), bias: None })
+    }
+
+    /// Adds a bias `[out]` (kept f32).
+    pub fn with_bias(mut self, bias: Option<Tensor>) -> candle_core::Result<Self> {
+        self.bias = bias.map(|b| b.to_dtype(DType::F32)).transpose()?;
+        Ok(self)
+    }
+
+    /// Applies the layer to `x` `[T, in]`.
+    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let y = match &self.weight {
+            Weight::Quant(q) => q.forward(x)?,
+            Weight::Dense(w) if w.dtype() == DType::F32 => x.matmul(&w.t()?)?,
+            Weight::Dense(w) => x.to_dtype(w.dtype())?.matmul(&w.t()?)?.to_dtype(DType::F32)?,
+        };
+        match &self.bias {
+            Some(b) => y.broadcast_add(b),
+            None => Ok(y),
+        }
+    }
+
+    /// Short description of the storage, e.g. `q4_1` or `dense f32`.
+    pub fn storage(&self) -> String {
+        match &self.weight {
+            Weight::Quant(QMatMul::QTensor(q)) => format!("{:?}", q.dtype()).to_lowercase(),
+            Weight::Quant(QMatMul::Tensor(t)) | Weight::Quant(QMatMul::TensorF16(t)) | Weight::Dense(t) => {
+                format!("dense {:?}", t.dtype()).to_lowercase()
+            }
+        }
+    }
+}
+
+/// The dense dtype a `--dtype` asks for; `None` keeps the file's storage.
+pub fn dense_dtype(dtype: WeightDType) -> Option<DType> {
+    match dtype {
+        WeightDType::Q => None,
+        WeightDType::F32 => Some(DType::F32),
+        WeightDType::F16 => Some(DType::F16),
+        WeightDType::Bf16 => Some(DType::BF16),
+    }
+}

@@ -1,0 +1,272 @@
+//! The llama-family transformer (llama, SmolLM2, qwen2 with QKV bias; tied or separate head) and
+//! its varlen batched forward: the tokens of every sequence in a step are flattened into one
+//! `[T, hidden]` activation, so each projection and MLP runs once per step; RoPE uses each token's
+//! own position; attention runs per sequence against that sequence's [`KvCache`]; logits are
+//! computed only for the rows asked for. Weights are immutable; all state is in the caches.
+
+use candle_core::{DType, Device, Tensor, D};
+
+use super::arch::LlamaConfig;
+use super::linear::Linear;
+use super::weights::WeightSource;
+use crate::config::WeightDType;
+use crate::engine::kv::{KvCache, KvShape};
+use crate::error::{EngineError, ModelError};
+
+/// Longest RoPE table built, in positions (bounds memory for models with huge contexts).
+const MAX_ROPE_POSITIONS: usize = 32_768;
+
+struct Layer {
+    attn_norm: Tensor,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    ffn_norm: Tensor,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+/// A loaded llama-family model.
+pub struct Llama {
+    pub cfg: LlamaConfig,
+    embed: Tensor,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    head: Linear,
+    cos: Tensor,
+    sin: Tensor,
+    device: Device,
+}
+
+/// Which logit rows a sequence wants from a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogitRows {
+    /// None (a prefill chunk that is not the prompt's last).
+    None,
+    /// The last token's row (prompt end, decode).
+    Last,
+    /// Every token's row (speculative verification).
+    All,
+}
+
+/// One sequence's share of a step: its new tokens, placed after what its cache holds.
+#[derive(Debug, Clone, Copy)]
+pub struct SeqInput<'a> {
+    pub tokens: &'a [u32],
+    pub logits: LogitRows,
+}
+
+impl Llama {
+    /// Builds the model from `src`, storing matrices as `dtype` asks.
+    pub fn load(cfg: LlamaConfig, src: &mut dyn WeightSource, dtype: WeightDType) -> Result<Self, ModelError> {
+        let names = src.names();
+        let device = src.device().clone();
+        let embed = src.dense(names.embed())?;
+        let head = if src.has(names.head()) { src.linear(names.head(), dtype)? } else { src.linear(names.embed(), dtype)? };
+        let norm = src.dense(names.norm())?;
+        let mut layers = Vec::with_capacity(cfg.layers);
+        for i in 0..cfg.layers {
+            let w = |part: &str| names.layer(i, part, "weight");
+            let proj = |part: &str, src: &mut dyn WeightSource| -> Result<Linear, ModelError> {
+                let lin = src.linear(&w(part), dtype)?;
+                let bias_name = names.layer(i, part, "bias");
+                let bias = if cfg.qkv_bias && src.has(&bias_name) { Some(src.dense(&bias_name)?) } else { None };
+                lin.with_bias(bias).map_err(ModelError::candle(bias_name))
+            };
+            layers.push(Layer {
+                attn_norm: src.dense(&w("attn_norm"))?,
+                q: proj("q", src)?,
+                k: proj("k", src)?,
+                v: proj("v", src)?,
+                o: src.linear(&w("o"), dtype)?,
+                ffn_norm: src.dense(&w("ffn_norm"))?,
+                gate: src.linear(&w("gate"), dtype)?,
+                up: src.linear(&w("up"), dtype)?,
+                down: src.linear(&w("down"), dtype)?,
+            });
+        }
+        let positions = cfg.context_length.clamp(1, MAX_ROPE_POSITIONS);
+        let (cos, sin) = rope_tables(cfg.head_dim, cfg.rope_theta, positions, &device).map_err(ModelError::candle("building RoPE tables"))?;
+        Ok(Self { cfg, embed, layers, norm, head, cos, sin, device })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The shape of a KV cache for this model.
+    pub fn kv_shape(&self) -> KvShape {
+        KvShape {
+            layers: self.cfg.layers,
+            kv_heads: self.cfg.kv_heads,
+            head_dim: self.cfg.head_dim,
+            max_positions: self.cos.dim(0).expect("cos table is 2-D; this is a bug"),
+        }
+    }
+
+    /// A fresh cache with room for `capacity` tokens.
+    pub fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
+        KvCache::new(self.kv_shape(), capacity, &self.device)
+    }
+
+    /// Storage of the first layer's Q projection and of the head, for reports.
+    pub fn storage(&self) -> (String, String) {
+        let first = self.layers.first().map(|l| l.q.storage()).unwrap_or_default();
+        (first, self.head.storage())
+    }
+
+    /// One step over several sequences. `inputs[i]` continues `caches[i]` from its length.
+    /// Returns the requested logit rows, `[rows, vocab]` f32, in input order.
+    pub fn forward(&self, inputs: &[SeqInput], caches: &mut [&mut KvCache]) -> Result<Tensor, EngineError> {
+        let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
+        let plan = StepPlan::new(inputs, caches)?;
+        for cache in caches.iter_mut().zip(inputs) {
+            cache.0.reserve(cache.1.tokens.len())?;
+        }
+        let dev = &self.device;
+        let ids = Tensor::new(plan.tokens.as_slice(), dev)?;
+        let pos = Tensor::new(plan.positions.as_slice(), dev)?;
+        let t = plan.tokens.len();
+        let cos = self.cos.index_select(&pos, 0)?.reshape((t, 1, ()))?;
+        let sin = self.sin.index_select(&pos, 0)?.reshape((t, 1, ()))?;
+        let masks = plan.masks(dev)?;
+        let mut x = self.embed.index_select(&ids, 0)?.to_dtype(DType::F32)?;
+        for (l, layer) in self.layers.iter().enumerate() {
+            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.cfg.rms_eps as f32)?;
+            let attn = self.attention(l, layer, &h, (&cos, &sin), &plan, &masks, caches)?;
+            x = (x + layer.o.forward(&attn)?)?;
+            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.cfg.rms_eps as f32)?;
+            let mlp = (candle_nn::ops::silu(&layer.gate.forward(&h)?)? * layer.up.forward(&h)?)?;
+            x = (x + layer.down.forward(&mlp)?)?;
+        }
+        for (cache, input) in caches.iter_mut().zip(inputs) {
+            cache.advance(input.tokens.len());
+        }
+        let rows = Tensor::new(plan.logit_rows.as_slice(), dev)?;
+        let x = x.index_select(&rows, 0)?;
+        let x = candle_nn::ops::rms_norm(&x, &self.norm, self.cfg.rms_eps as f32)?;
+        Ok(self.head.forward(&x)?)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn attention(
+        &self,
+        l: usize,
+        layer: &Layer,
+        h: &Tensor,
+        (cos, sin): (&Tensor, &Tensor),
+        plan: &StepPlan,
+        masks: &[Option<Tensor>],
+        caches: &mut [&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
+        let c = &self.cfg;
+        let t = plan.tokens.len();
+        let q = self.rope(&layer.q.forward(h)?.reshape((t, c.heads, 1, c.head_dim))?, cos, sin)?;
+        let k = self.rope(&layer.k.forward(h)?.reshape((t, c.kv_heads, 1, c.head_dim))?, cos, sin)?;
+        let v = layer.v.forward(h)?.reshape((t, c.kv_heads, c.head_dim))?;
+        let group = c.heads / c.kv_heads;
+        let scale = (c.head_dim as f64).sqrt();
+        let mut outs = Vec::with_capacity(plan.segments.len());
+        for (seg, (cache, mask)) in plan.segments.iter().zip(caches.iter_mut().zip(masks)) {
+            let (start, n) = (seg.start, seg.len);
+            let k_new = k.narrow(0, start, n)?.reshape((n, c.kv_heads, c.head_dim))?.transpose(0, 1)?.contiguous()?;
+            let v_new = v.narrow(0, start, n)?.transpose(0, 1)?.contiguous()?;
+            cache.write(l, &k_new, &v_new)?;
+            let total = seg.pos + n;
+            let (k_all, v_all) = cache.view(l, total)?;
+            let q_seg = q.narrow(0, start, n)?.reshape((n, c.heads, c.head_dim))?.transpose(0, 1)?.contiguous()?;
+            let q_seg = q_seg.reshape((c.kv_heads, group * n, c.head_dim))?;
+            let att = (q_seg.matmul(&k_all.t()?)? / scale)?;
+            let att = match mask {
+                Some(m) => att.reshape((c.kv_heads, group, n, total))?.broadcast_add(m)?.reshape((c.kv_heads, group * n, total))?,
+                None => att,
+            };
+            let att = candle_nn::ops::softmax_last_dim(&att)?;
+            let y = att.matmul(&v_all.contiguous()?)?;
+            let y = y.reshape((c.heads, n, c.head_dim))?.transpose(0, 1)?.reshape((n, c.heads * c.head_dim))?;
+            outs.push(y);
+        }
+        Ok(if outs.len() == 1 { outs.pop().expect("one segment") } else { Tensor::cat(&outs, 0)? })
+    }
+
+    fn rope(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> candle_core::Result<Tensor> {
+        if self.cfg.rope_interleaved {
+            candle_nn::rotary_emb::rope_i(x, cos, sin)
+        } else {
+            candle_nn::rotary_emb::rope(x, cos, sin)
+        }
+    }
+}
+
+/// One sequence's rows in the flattened step.
+struct Segment {
+    start: usize,
+    len: usize,
+    /// Tokens already in the cache before this step.
+    pos: usize,
+}
+
+/// The flattened layout of a step, computed before any tensor work.
+struct StepPlan {
+    tokens: Vec<u32>,
+    positions: Vec<u32>,
+    segments: Vec<Segment>,
+    logit_rows: Vec<u32>,
+}
+
+impl StepPlan {
+    fn new(inputs: &[SeqInput], caches: &[&mut KvCache]) -> Result<Self, EngineError> {
+        if inputs.len() != caches.len() || inputs.is_empty() {
+            return Err(EngineError::Invalid(format!("{} inputs for {} caches; need one cache per input, at least one", inputs.len(), caches.len())));
+        }
+        let mut plan = Self { tokens: Vec::new(), positions: Vec::new(), segments: Vec::new(), logit_rows: Vec::new() };
+        for (input, cache) in inputs.iter().zip(caches) {
+            if input.tokens.is_empty() {
+                return Err(EngineError::Invalid("a sequence in the step has no tokens".into()));
+            }
+            let (start, pos, n) = (plan.tokens.len(), cache.len(), input.tokens.len());
+            plan.tokens.extend_from_slice(input.tokens);
+            plan.positions.extend((pos..pos + n).map(|p| p as u32));
+            match input.logits {
+                LogitRows::None => {}
+                LogitRows::Last => plan.logit_rows.push((start + n - 1) as u32),
+                LogitRows::All => plan.logit_rows.extend((start..start + n).map(|r| r as u32)),
+            }
+            plan.segments.push(Segment { start, len: n, pos });
+        }
+        Ok(plan)
+    }
+
+    /// Additive causal masks `[n, pos + n]` (0 or -inf) for segments of more than one token.
+    fn masks(&self, dev: &Device) -> candle_core::Result<Vec<Option<Tensor>>> {
+        self.segments
+            .iter()
+            .map(|s| {
+                if s.len == 1 {
+                    return Ok(None);
+                }
+                let total = s.pos + s.len;
+                let data: Vec<f32> = (0..s.len)
+                    .flat_map(|i| (0..total).map(move |j| if j > s.pos + i { f32::NEG_INFINITY } else { 0.0 }))
+                    .collect();
+                Tensor::from_vec(data, (s.len, total), dev).map(Some)
+            })
+            .collect()
+    }
+}
+
+/// cos/sin tables `[positions, head_dim/2]` exactly as candle's llama builds them.
+fn rope_tables(head_dim: usize, theta: f64, positions: usize, dev: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+    let inv: Vec<f32> = (0..head_dim).step_by(2).map(|i| 1f32 / (theta as f32).powf(i as f32 / head_dim as f32)).collect();
+    let inv = Tensor::new(inv.as_slice(), dev)?;
+    let idx = Tensor::arange(0, positions as u32, dev)?.to_dtype(DType::F32)?.reshape((positions, 1))?;
+    let freqs = idx.matmul(&inv.reshape((1, ()))?)?;
+    Ok((freqs.cos()?, freqs.sin()?))
+}
+
+/// Greedy pick per row of `[rows, vocab]` logits.
+pub fn argmax_rows(logits: &Tensor) -> Result<Vec<u32>, EngineError> {
+    Ok(logits.argmax(D::Minus1)?.to_vec1::<u32>()?)
+}

@@ -1,0 +1,184 @@
+//! Tiny synthetic llama models, written to disk as GGUF or as a safetensors directory
+//! (`config.json`, `tokenizer.json`, `model.safetensors`), with seeded random weights and a small
+//! byte-level BPE tokenizer and ChatML template. Tests use them to check the engine against
+//! candle-transformers on the same weights, fast and exactly; `tokfire` can run them like any model.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use candle_core::quantized::gguf_file::{self, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::tokenizer::build_bpe;
+use super::weights::Names;
+
+/// The ChatML template the synthetic models carry.
+pub const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+const SPECIAL: [&str; 3] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
+const MERGES: [(&str, &str); 6] = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"), ("o", "n")];
+
+/// Shape and storage of a synthetic model.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub hidden: usize,
+    pub ffn: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub context: usize,
+    /// Storage of the matrices in GGUF (e.g. Q8_0, Q4_0, F32); norms are always f32.
+    pub quant: GgmlDType,
+    /// No separate output matrix: the head reuses the embedding.
+    pub tied: bool,
+    pub seed: u64,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Self { hidden: 64, ffn: 128, layers: 2, heads: 4, kv_heads: 2, context: 256, quant: GgmlDType::Q8_0, tied: false, seed: 1 }
+    }
+}
+
+/// The tokenizer vocabulary: 3 special tokens, 256 byte tokens, then the merged pieces.
+pub fn vocab() -> (Vec<String>, Vec<String>, Vec<i64>) {
+    let mut tokens: Vec<String> = SPECIAL.iter().map(|s| s.to_string()).collect();
+    let mut types = vec![3i64; SPECIAL.len()];
+    let map = byte_chars();
+    tokens.extend((0..256).map(|b| map[b].to_string()));
+    types.extend(std::iter::repeat_n(1, 256));
+    for (a, b) in MERGES {
+        tokens.push(format!("{a}{b}"));
+        types.push(1);
+    }
+    let merges = MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect();
+    (tokens, merges, types)
+}
+
+/// GPT-2's byte → printable character table.
+fn byte_chars() -> Vec<char> {
+    let mut bs: Vec<u32> = (b'!' as u32..=b'~' as u32).chain(0xA1..=0xAC).chain(0xAE..=0xFF).collect();
+    let mut cs = bs.clone();
+    let mut n = 0;
+    for b in 0..256u32 {
+        if !bs.contains(&b) {
+            bs.push(b);
+            cs.push(256 + n);
+            n += 1;
+        }
+    }
+    let mut table = vec!['\0'; 256];
+    for (b, c) in bs.iter().zip(&cs) {
+        table[*b as usize] = char::from_u32(*c).expect("valid code point");
+    }
+    table
+}
+
+/// Seeded random weights by Hugging Face-style role: (name, shape, is_norm).
+fn tensors(spec: &Spec, names: &Names) -> Vec<(String, Vec<f32>, (usize, usize))> {
+    let mut rng = StdRng::seed_from_u64(spec.seed);
+    let vocab = vocab().0.len();
+    let hd = spec.hidden / spec.heads;
+    let (h, f, kv) = (spec.hidden, spec.ffn, spec.kv_heads * hd);
+    let mut out = Vec::new();
+    let mut mat = |name: String, rows: usize, cols: usize, rng: &mut StdRng| {
+        let s = 1.0 / (cols as f32).sqrt();
+        out.push((name, (0..rows * cols).map(|_| rng.random_range(-s..s) * 1.7).collect(), (rows, cols)));
+    };
+    mat(names.embed().into(), vocab, h, &mut rng);
+    if !spec.tied {
+        mat(names.head().into(), vocab, h, &mut rng);
+    }
+    for i in 0..spec.layers {
+        for (part, rows, cols) in [("q", h, h), ("k", kv, h), ("v", kv, h), ("o", h, h), ("gate", f, h), ("up", f, h), ("down", h, f)] {
+            mat(names.layer(i, part, "weight"), rows, cols, &mut rng);
+        }
+    }
+    let mut norms = vec![names.norm().to_string()];
+    for i in 0..spec.layers {
+        norms.push(names.layer(i, "attn_norm", "weight"));
+        norms.push(names.layer(i, "ffn_norm", "weight"));
+    }
+    for name in norms {
+        out.push((name, (0..h).map(|_| 1.0 + rng.random_range(-0.2..0.2)).collect(), (1, h)));
+    }
+    out
+}
+
+/// Writes the model as a GGUF file with llama metadata, tokenizer and chat template.
+pub fn write_gguf(path: &Path, spec: &Spec) -> candle_core::Result<()> {
+    let dev = Device::Cpu;
+    let mut qs = Vec::new();
+    for (name, data, (rows, cols)) in tensors(spec, &Names::Gguf) {
+        let (t, dtype) = if rows == 1 {
+            (Tensor::from_vec(data, cols, &dev)?, GgmlDType::F32)
+        } else {
+            (Tensor::from_vec(data, (rows, cols), &dev)?, spec.quant)
+        };
+        qs.push((name, QTensor::quantize(&t, dtype)?));
+    }
+    let (tokens, merges, types) = vocab();
+    let strs = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
+    let hd = spec.hidden / spec.heads;
+    let meta: Vec<(&str, Value)> = vec![
+        ("general.architecture", Value::String("llama".into())),
+        ("general.name", Value::String("tokfire-synthetic".into())),
+        ("llama.embedding_length", Value::U32(spec.hidden as u32)),
+        ("llama.feed_forward_length", Value::U32(spec.ffn as u32)),
+        ("llama.block_count", Value::U32(spec.layers as u32)),
+        ("llama.attention.head_count", Value::U32(spec.heads as u32)),
+        ("llama.attention.head_count_kv", Value::U32(spec.kv_heads as u32)),
+        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
+        ("llama.rope.freq_base", Value::F32(10_000.0)),
+        ("llama.rope.dimension_count", Value::U32(hd as u32)),
+        ("llama.context_length", Value::U32(spec.context as u32)),
+        ("tokenizer.ggml.model", Value::String("gpt2".into())),
+        ("tokenizer.ggml.pre", Value::String("smollm".into())),
+        ("tokenizer.ggml.tokens", strs(tokens)),
+        ("tokenizer.ggml.merges", strs(merges)),
+        ("tokenizer.ggml.token_type", Value::Array(types.into_iter().map(|t| Value::I32(t as i32)).collect())),
+        ("tokenizer.ggml.bos_token_id", Value::U32(1)),
+        ("tokenizer.ggml.eos_token_id", Value::U32(2)),
+        ("tokenizer.ggml.add_bos_token", Value::Bool(false)),
+        ("tokenizer.chat_template", Value::String(CHATML.into())),
+    ];
+    let meta_refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (*k, v)).collect();
+    let tensor_refs: Vec<(&str, &QTensor)> = qs.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    gguf_file::write(&mut f, &meta_refs, &tensor_refs)
+}
+
+/// Writes the model as a Hugging Face-style directory: dense f32 safetensors + config + tokenizer.
+pub fn write_safetensors_dir(dir: &Path, spec: &Spec) -> candle_core::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let dev = Device::Cpu;
+    let mut map = HashMap::new();
+    for (name, data, (rows, cols)) in tensors(spec, &Names::Hf) {
+        let t = if rows == 1 { Tensor::from_vec(data, cols, &dev)? } else { Tensor::from_vec(data, (rows, cols), &dev)? };
+        map.insert(name, t);
+    }
+    candle_core::safetensors::save(&map, dir.join("model.safetensors"))?;
+    let (tokens, merges, types) = vocab();
+    let config = serde_json::json!({
+        "model_type": "llama",
+        "hidden_size": spec.hidden,
+        "intermediate_size": spec.ffn,
+        "num_hidden_layers": spec.layers,
+        "num_attention_heads": spec.heads,
+        "num_key_value_heads": spec.kv_heads,
+        "vocab_size": tokens.len(),
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "max_position_embeddings": spec.context,
+        "tie_word_embeddings": spec.tied,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    });
+    std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&config).expect("json value serialises"))?;
+    std::fs::write(dir.join("tokenizer_config.json"), serde_json::json!({ "chat_template": CHATML }).to_string())?;
+    let tok = build_bpe(&tokens, &merges, &types, Some("smollm")).map_err(candle_core::Error::msg)?;
+    tok.save(dir.join("tokenizer.json"), false).map_err(candle_core::Error::msg)?;
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! Tokenizers: built from GGUF metadata (`tokenizer.ggml.*`, byte-level BPE as llama.cpp builds it)
+//! or loaded from a model directory's `tokenizer.json`; plus the special ids (bos, eos, pad) and the
+//! `add_bos_token` rule, which callers get through [`Tokenizer::encode`].
+//!
+//! candle's own `TokenizerFromGguf` adds a prefix space for `pre = smollm` (llama.cpp does not), so
+//! the BPE is built here: byte-level, no prefix space, digits split one by one first for `smollm`.
+
+use std::path::Path;
+
+use serde::Serialize;
+use tokenizers::models::bpe::{Vocab, BPE};
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::digits::Digits;
+use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+use tokenizers::AddedToken;
+
+use super::gguf::Gguf;
+use crate::error::ModelError;
+
+/// GGUF `token_type` values that mark control and user-defined tokens (matched as whole strings).
+const TOKEN_TYPE_CONTROL: i64 = 3;
+const TOKEN_TYPE_USER_DEFINED: i64 = 4;
+
+/// Facts about a tokenizer, for `inspect` and records.
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenizerInfo {
+    /// `gpt2` (byte-level BPE) for GGUF, or `tokenizer.json`.
+    pub kind: String,
+    /// The GGUF pre-tokenizer name (`tokenizer.ggml.pre`), if any.
+    pub pre: Option<String>,
+    pub vocab_size: usize,
+    pub bos_id: Option<u32>,
+    pub eos_id: Option<u32>,
+    pub pad_id: Option<u32>,
+    /// Whether a BOS token is put before every encoded prompt.
+    pub add_bos: bool,
+}
+
+/// A tokenizer with the model's special-token rules.
+pub struct Tokenizer {
+    inner: tokenizers::Tokenizer,
+    pub info: TokenizerInfo,
+}
+
+impl Tokenizer {
+    /// Builds the tokenizer described by a GGUF file's metadata.
+    pub fn from_gguf(gguf: &Gguf) -> Result<Self, ModelError> {
+        let no_tok = |detail: &str| ModelError::NoTokenizer { path: gguf.path.clone(), detail: detail.into() };
+        let model = gguf.get("tokenizer.ggml.model").ok_or_else(|| no_tok("metadata key tokenizer.ggml.model is missing"))?;
+        let model = model.to_string().map_err(|_| no_tok("tokenizer.ggml.model is not a string"))?.clone();
+        if model != "gpt2" {
+            return Err(ModelError::Invalid {
+                path: gguf.path.clone(),
+                detail: format!("tokenizer.ggml.model = '{model}' is not supported yet (only gpt2 byte-level BPE)"),
+            });
+        }
+        let tokens = gguf.opt_strings("tokenizer.ggml.tokens")?.ok_or_else(|| no_tok("tokenizer.ggml.tokens is missing"))?;
+        let merges = gguf.opt_strings("tokenizer.ggml.merges")?.ok_or_else(|| no_tok("tokenizer.ggml.merges is missing"))?;
+        let types = gguf.opt_ints("tokenizer.ggml.token_type")?.unwrap_or_default();
+        let pre = gguf.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok()).cloned();
+        let inner = build_bpe(&tokens, &merges, &types, pre.as_deref()).map_err(|e| ModelError::Invalid {
+            path: gguf.path.clone(),
+            detail: format!("building the BPE tokenizer: {e}"),
+        })?;
+        let id = |key: &str| gguf.opt_u64(key).map(|x| x as u32);
+        let info = TokenizerInfo {
+            kind: model,
+            pre,
+            vocab_size: tokens.len(),
+            bos_id: id("tokenizer.ggml.bos_token_id"),
+            eos_id: id("tokenizer.ggml.eos_token_id"),
+            pad_id: id("tokenizer.ggml.padding_token_id"),
+            add_bos: gguf.opt_bool("tokenizer.ggml.add_bos_token").unwrap_or(false),
+        };
+        Ok(Self { inner, info })
+    }
+
+    /// Loads `tokenizer.json`; special ids come from the model's config (`bos`, `eos`).
+    pub fn from_file(path: &Path, bos_id: Option<u32>, eos_id: Option<u32>) -> Result<Self, ModelError> {
+        let inner = tokenizers::Tokenizer::from_file(path)
+            .map_err(|e| ModelError::Invalid { path: path.to_path_buf(), detail: format!("cannot load tokenizer: {e}") })?;
+        let info = TokenizerInfo {
+            kind: "tokenizer.json".into(),
+            pre: None,
+            vocab_size: inner.get_vocab_size(true),
+            bos_id,
+            eos_id,
+            pad_id: None,
+            add_bos: false,
+        };
+        Ok(Self { inner, info })
+    }
+
+    /// Wraps an already built tokenizer (tests, synthetic models).
+    pub fn from_parts(inner: tokenizers::Tokenizer, info: TokenizerInfo) -> Self {
+        Self { inner, info }
+    }
+
+    /// Encodes text; special-token strings (e.g. `<|im_start|>`) become their ids; a BOS is put
+    /// first when the model asks for one.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        let enc = self.inner.encode(text, false).map_err(|e| self.error("encoding", e))?;
+        let mut ids = Vec::with_capacity(enc.len() + 1);
+        if let (true, Some(bos)) = (self.info.add_bos, self.info.bos_id) {
+            ids.push(bos);
+        }
+        ids.extend_from_slice(enc.get_ids());
+        Ok(ids)
+    }
+
+    /// Decodes ids to text, keeping special tokens.
+    pub fn decode(&self, ids: &[u32]) -> Result<String, ModelError> {
+        self.inner.decode(ids, false).map_err(|e| self.error("decoding", e))
+    }
+
+    /// The id of a token string, if it is in the vocabulary.
+    pub fn token_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
+
+    /// The underlying `tokenizers` object (e.g. to save it as `tokenizer.json`).
+    pub fn inner(&self) -> &tokenizers::Tokenizer {
+        &self.inner
+    }
+
+    fn error(&self, what: &str, e: impl std::fmt::Display) -> ModelError {
+        ModelError::Invalid { path: "tokenizer".into(), detail: format!("{what}: {e}") }
+    }
+}
+
+/// Byte-level BPE from vocab, merges and token types, as llama.cpp tokenizes `gpt2` models.
+pub fn build_bpe(tokens: &[String], merges: &[String], types: &[i64], pre: Option<&str>) -> Result<tokenizers::Tokenizer, String> {
+    let vocab: Vocab = tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
+    let merges = merges
+        .iter()
+        .map(|m| m.split_once(' ').map(|(a, b)| (a.to_string(), b.to_string())).ok_or_else(|| format!("merge '{m}' has no space")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(|e| e.to_string())?;
+    let mut tok = tokenizers::Tokenizer::new(bpe);
+    tok.with_pre_tokenizer(Some(pre_tokenizer(pre)));
+    tok.with_decoder(Some(ByteLevel::default()));
+    let special: Vec<AddedToken> = tokens
+        .iter()
+        .zip(types)
+        .filter(|(_, &t)| t == TOKEN_TYPE_CONTROL || t == TOKEN_TYPE_USER_DEFINED)
+        .map(|(s, _)| AddedToken::from(s.clone(), true))
+        .collect();
+    tok.add_special_tokens(special).map_err(|e| e.to_string())?;
+    Ok(tok)
+}
+
+/// The pre-tokenizer for a GGUF `tokenizer.ggml.pre` value: GPT-2's regex without a prefix space,
+/// preceded by one-digit splitting for `smollm` (llama.cpp's rule for that name).
+fn pre_tokenizer(pre: Option<&str>) -> PreTokenizerWrapper {
+    let byte_level = ByteLevel::new(false, true, true);
+    if !matches!(pre, None | Some("default" | "gpt2" | "smollm")) {
+        tracing::warn!("tokenizer.ggml.pre = {pre:?} is not known here; using GPT-2's pre-tokenizer, ids may differ from llama.cpp's");
+    }
+    match pre {
+        Some("smollm") => Sequence::new(vec![Digits::new(true).into(), byte_level.into()]).into(),
+        _ => byte_level.into(),
+    }
+}

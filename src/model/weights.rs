@@ -1,0 +1,153 @@
+//! Where weights come from: a GGUF file (llama.cpp tensor names) or a directory of safetensors
+//! (Hugging Face names), behind one small trait so the model has one builder.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::safetensors::MmapedSafetensors;
+use candle_core::{DType, Device, Tensor};
+
+use super::gguf::Gguf;
+use super::linear::Linear;
+use crate::config::WeightDType;
+use crate::error::ModelError;
+
+/// Names of a model's tensors in one file format.
+pub enum Names {
+    Gguf,
+    Hf,
+}
+
+impl Names {
+    pub fn embed(&self) -> &'static str {
+        match self {
+            Self::Gguf => "token_embd.weight",
+            Self::Hf => "model.embed_tokens.weight",
+        }
+    }
+    pub fn norm(&self) -> &'static str {
+        match self {
+            Self::Gguf => "output_norm.weight",
+            Self::Hf => "model.norm.weight",
+        }
+    }
+    pub fn head(&self) -> &'static str {
+        match self {
+            Self::Gguf => "output.weight",
+            Self::Hf => "lm_head.weight",
+        }
+    }
+    /// The name of `part` (`q k v o gate up down attn_norm ffn_norm`) in layer `i`; `suffix`
+    /// is `weight` or `bias`.
+    pub fn layer(&self, i: usize, part: &str, suffix: &str) -> String {
+        let (gguf, hf) = match part {
+            "q" => ("attn_q", "self_attn.q_proj"),
+            "k" => ("attn_k", "self_attn.k_proj"),
+            "v" => ("attn_v", "self_attn.v_proj"),
+            "o" => ("attn_output", "self_attn.o_proj"),
+            "gate" => ("ffn_gate", "mlp.gate_proj"),
+            "up" => ("ffn_up", "mlp.up_proj"),
+            "down" => ("ffn_down", "mlp.down_proj"),
+            "attn_norm" => ("attn_norm", "input_layernorm"),
+            "ffn_norm" => ("ffn_norm", "post_attention_layernorm"),
+            _ => unreachable!("unknown layer part {part}; this is a bug"),
+        };
+        match self {
+            Self::Gguf => format!("blk.{i}.{gguf}.{suffix}"),
+            Self::Hf => format!("model.layers.{i}.{hf}.{suffix}"),
+        }
+    }
+}
+
+/// Something that hands out a model's tensors by name.
+pub trait WeightSource {
+    fn names(&self) -> Names;
+    fn has(&self, name: &str) -> bool;
+    /// A matrix as a linear layer in the storage `dtype` asks for.
+    fn linear(&mut self, name: &str, dtype: WeightDType) -> Result<Linear, ModelError>;
+    /// A tensor as dense f32 (norm weights, biases, embeddings).
+    fn dense(&mut self, name: &str) -> Result<Tensor, ModelError>;
+    fn device(&self) -> &Device;
+}
+
+/// GGUF tensors.
+pub struct GgufSource<'a> {
+    pub gguf: &'a mut Gguf,
+    pub device: Device,
+}
+
+impl WeightSource for GgufSource<'_> {
+    fn names(&self) -> Names {
+        Names::Gguf
+    }
+    fn has(&self, name: &str) -> bool {
+        self.gguf.has_tensor(name)
+    }
+    fn linear(&mut self, name: &str, dtype: WeightDType) -> Result<Linear, ModelError> {
+        let q = self.gguf.tensor(name, &self.device)?;
+        Linear::from_qtensor(q, dtype, &self.device).map_err(ModelError::candle(format!("building {name}")))
+    }
+    fn dense(&mut self, name: &str) -> Result<Tensor, ModelError> {
+        let q = self.gguf.tensor(name, &self.device)?;
+        q.dequantize(&self.device).map_err(ModelError::candle(format!("dequantizing {name}")))
+    }
+    fn device(&self) -> &Device {
+        &self.device
+    }
+}
+
+/// Safetensors shards of a model directory.
+pub struct SafetensorsSource {
+    st: MmapedSafetensors,
+    dir: PathBuf,
+    device: Device,
+}
+
+impl SafetensorsSource {
+    /// Memory-maps every `*.safetensors` file in `dir`.
+    pub fn open(dir: &Path, device: &Device) -> Result<Self, ModelError> {
+        let files = safetensors_files(dir)?;
+        // SAFETY: the files are only read; like every mmap, they must not be truncated meanwhile.
+        let st = unsafe { MmapedSafetensors::multi(&files) }.map_err(ModelError::candle(format!("{}: opening safetensors", dir.display())))?;
+        Ok(Self { st, dir: dir.to_path_buf(), device: device.clone() })
+    }
+
+    fn load(&self, name: &str) -> Result<Tensor, ModelError> {
+        if !self.has(name) {
+            return Err(ModelError::Invalid { path: self.dir.clone(), detail: format!("tensor {name} is missing") });
+        }
+        self.st.load(name, &self.device).map_err(ModelError::candle(format!("{}: loading {name}", self.dir.display())))
+    }
+}
+
+impl WeightSource for SafetensorsSource {
+    fn names(&self) -> Names {
+        Names::Hf
+    }
+    fn has(&self, name: &str) -> bool {
+        self.st.get(name).is_ok()
+    }
+    fn linear(&mut self, name: &str, dtype: WeightDType) -> Result<Linear, ModelError> {
+        let t = self.load(name)?;
+        Linear::from_dense(t, dtype).map_err(ModelError::candle(format!("building {name}")))
+    }
+    fn dense(&mut self, name: &str) -> Result<Tensor, ModelError> {
+        self.load(name)?.to_dtype(DType::F32).map_err(ModelError::candle(format!("converting {name}")))
+    }
+    fn device(&self) -> &Device {
+        &self.device
+    }
+}
+
+/// The `*.safetensors` files of `dir`, sorted.
+pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, ModelError> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(ModelError::io(dir))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(ModelError::Invalid { path: dir.to_path_buf(), detail: "no *.safetensors files in this directory".into() });
+    }
+    Ok(files)
+}

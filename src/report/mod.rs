@@ -1,0 +1,45 @@
+//! What the user reads: text renderings of results. Reports only read values they are given;
+//! they never measure.
+
+pub mod clocks;
+pub mod inspect;
+
+/// Bytes as a short human figure (decimal units: kB, MB, GB).
+pub fn bytes(n: u64) -> String {
+    let n = n as f64;
+    if n >= 1e9 {
+        format!("{:.2} GB", n / 1e9)
+    } else if n >= 1e6 {
+        format!("{:.1} MB", n / 1e6)
+    } else if n >= 1e3 {
+        format!("{:.1} kB", n / 1e3)
+    } else {
+        format!("{n} B")
+    }
+}
+
+/// A duration in the unit that reads best (µs, ms, s).
+pub fn duration(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.0} µs", s * 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn units() {
+        assert_eq!(bytes(98_362_432), "98.4 MB");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(duration(Duration::from_micros(1500)), "1.5 ms");
+        assert_eq!(duration(Duration::from_millis(2500)), "2.50 s");
+    }
+}

@@ -34,11 +34,15 @@ pub struct Spec {
     /// No separate output matrix: the head reuses the embedding.
     pub tied: bool,
     pub seed: u64,
+    /// `general.architecture` written to GGUF (anything, to test unsupported ones).
+    pub arch: String,
+    /// Write the `tokenizer.ggml.*` metadata (off to test models without a tokenizer).
+    pub tokenizer: bool,
 }
 
 impl Default for Spec {
     fn default() -> Self {
-        Self { hidden: 64, ffn: 128, layers: 2, heads: 4, kv_heads: 2, context: 256, quant: GgmlDType::Q8_0, tied: false, seed: 1 }
+        Self { hidden: 64, ffn: 128, layers: 2, heads: 4, kv_heads: 2, context: 256, quant: GgmlDType::Q8_0, tied: false, seed: 1, arch: "llama".into(), tokenizer: true }
     }
 }
 
@@ -76,7 +80,7 @@ fn byte_chars() -> Vec<char> {
     table
 }
 
-/// Seeded random weights by Hugging Face-style role: (name, shape, is_norm).
+/// Seeded random weights: (name, values, (rows, cols)); norms have one row.
 fn tensors(spec: &Spec, names: &Names) -> Vec<(String, Vec<f32>, (usize, usize))> {
     let mut rng = StdRng::seed_from_u64(spec.seed);
     let vocab = vocab().0.len();
@@ -122,29 +126,35 @@ pub fn write_gguf(path: &Path, spec: &Spec) -> candle_core::Result<()> {
     let (tokens, merges, types) = vocab();
     let strs = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
     let hd = spec.hidden / spec.heads;
-    let meta: Vec<(&str, Value)> = vec![
-        ("general.architecture", Value::String("llama".into())),
-        ("general.name", Value::String("tokfire-synthetic".into())),
-        ("llama.embedding_length", Value::U32(spec.hidden as u32)),
-        ("llama.feed_forward_length", Value::U32(spec.ffn as u32)),
-        ("llama.block_count", Value::U32(spec.layers as u32)),
-        ("llama.attention.head_count", Value::U32(spec.heads as u32)),
-        ("llama.attention.head_count_kv", Value::U32(spec.kv_heads as u32)),
-        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
-        ("llama.rope.freq_base", Value::F32(10_000.0)),
-        ("llama.rope.dimension_count", Value::U32(hd as u32)),
-        ("llama.context_length", Value::U32(spec.context as u32)),
-        ("tokenizer.ggml.model", Value::String("gpt2".into())),
-        ("tokenizer.ggml.pre", Value::String("smollm".into())),
-        ("tokenizer.ggml.tokens", strs(tokens)),
-        ("tokenizer.ggml.merges", strs(merges)),
-        ("tokenizer.ggml.token_type", Value::Array(types.into_iter().map(|t| Value::I32(t as i32)).collect())),
-        ("tokenizer.ggml.bos_token_id", Value::U32(1)),
-        ("tokenizer.ggml.eos_token_id", Value::U32(2)),
-        ("tokenizer.ggml.add_bos_token", Value::Bool(false)),
-        ("tokenizer.chat_template", Value::String(CHATML.into())),
+    let a = spec.arch.as_str();
+    let key = |k: &str| format!("{a}.{k}");
+    let mut meta: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::String(a.into())),
+        ("general.name".into(), Value::String("tokfire-synthetic".into())),
+        (key("embedding_length"), Value::U32(spec.hidden as u32)),
+        (key("feed_forward_length"), Value::U32(spec.ffn as u32)),
+        (key("block_count"), Value::U32(spec.layers as u32)),
+        (key("attention.head_count"), Value::U32(spec.heads as u32)),
+        (key("attention.head_count_kv"), Value::U32(spec.kv_heads as u32)),
+        (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
+        (key("rope.freq_base"), Value::F32(10_000.0)),
+        (key("rope.dimension_count"), Value::U32(hd as u32)),
+        (key("context_length"), Value::U32(spec.context as u32)),
     ];
-    let meta_refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (*k, v)).collect();
+    if spec.tokenizer {
+        meta.extend([
+            ("tokenizer.ggml.model".into(), Value::String("gpt2".into())),
+            ("tokenizer.ggml.pre".into(), Value::String("smollm".into())),
+            ("tokenizer.ggml.tokens".into(), strs(tokens)),
+            ("tokenizer.ggml.merges".into(), strs(merges)),
+            ("tokenizer.ggml.token_type".into(), Value::Array(types.into_iter().map(|t| Value::I32(t as i32)).collect())),
+            ("tokenizer.ggml.bos_token_id".into(), Value::U32(1)),
+            ("tokenizer.ggml.eos_token_id".into(), Value::U32(2)),
+            ("tokenizer.ggml.add_bos_token".into(), Value::Bool(false)),
+            ("tokenizer.chat_template".into(), Value::String(CHATML.into())),
+        ]);
+    }
+    let meta_refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let tensor_refs: Vec<(&str, &QTensor)> = qs.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     gguf_file::write(&mut f, &meta_refs, &tensor_refs)

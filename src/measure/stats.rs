@@ -13,6 +13,11 @@ pub fn median(samples: &[f64]) -> Option<f64> {
     }
 }
 
+/// The smallest sample, or `None`.
+pub fn min(samples: &[f64]) -> Option<f64> {
+    sorted(samples).first().copied()
+}
+
 /// The largest sample, or `None`.
 pub fn max(samples: &[f64]) -> Option<f64> {
     sorted(samples).last().copied()
@@ -35,5 +40,6 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[f64::NAN, 5.0]), Some(5.0));
         assert_eq!(max(&[1.0, 9.0, 3.0]), Some(9.0));
+        assert_eq!(min(&[4.0, 9.0, 3.0]), Some(3.0));
     }
 }

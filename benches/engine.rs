@@ -1,0 +1,140 @@
+//! Engine benchmark on the default model, one process, side by side: our varlen engine against
+//! candle-transformers' stock `quantized_llama` on the same file and threads.
+//!
+//! Measures prefill tok/s (128- and 512-token prompts), single-sequence decode tok/s, and our
+//! aggregate decode tok/s with 2 and 3 sequences in one step. Every case runs `--rounds` times,
+//! ours and stock interleaved; the table shows medians with min–max.
+//!
+//! `cargo bench --bench engine [-- --rounds N --decode N]`
+
+use std::time::Instant;
+
+use candle_core::quantized::gguf_file;
+use candle_core::{Device, Tensor};
+use candle_transformers::models::quantized_llama::ModelWeights;
+use tokfire::config::{DeviceSpec, ModelConfig, WeightDType};
+use tokfire::engine::kv::KvCache;
+use tokfire::engine::sampler::argmax;
+use tokfire::measure::stats;
+use tokfire::model::llama::{Llama, LogitRows, SeqInput};
+
+const TEXT: &str = "The history of the printing press begins in the fifteenth century, when movable type made books cheaper and faster to produce. Within decades, presses spread across Europe, and pamphlets, newspapers and scientific journals followed. ";
+
+struct Args {
+    rounds: usize,
+    decode: usize,
+}
+
+fn args() -> Args {
+    let mut a = Args { rounds: 3, decode: 64 };
+    let argv: Vec<String> = std::env::args().collect();
+    for w in argv.windows(2) {
+        match w[0].as_str() {
+            "--rounds" => a.rounds = w[1].parse().expect("--rounds N"),
+            "--decode" => a.decode = w[1].parse().expect("--decode N"),
+            _ => {}
+        }
+    }
+    a
+}
+
+fn stock_model(path: &std::path::Path) -> ModelWeights {
+    let mut f = std::fs::File::open(path).unwrap();
+    let ct = gguf_file::Content::read(&mut f).unwrap();
+    ModelWeights::from_gguf(ct, &mut f, &Device::Cpu).unwrap()
+}
+
+fn stock_prefill(m: &mut ModelWeights, prompt: &[u32]) -> (f64, u32) {
+    let x = Tensor::new(prompt, &Device::Cpu).unwrap().unsqueeze(0).unwrap();
+    let t = Instant::now();
+    let row = m.forward(&x, 0).unwrap().squeeze(0).unwrap().to_vec1::<f32>().unwrap();
+    (t.elapsed().as_secs_f64(), argmax(&row))
+}
+
+fn stock_decode(m: &mut ModelWeights, prompt: &[u32], n: usize) -> f64 {
+    let (_, mut next) = stock_prefill(m, prompt);
+    let t = Instant::now();
+    for i in 0..n {
+        let x = Tensor::new(&[next], &Device::Cpu).unwrap().unsqueeze(0).unwrap();
+        next = argmax(&m.forward(&x, prompt.len() + i).unwrap().squeeze(0).unwrap().to_vec1::<f32>().unwrap());
+    }
+    n as f64 / t.elapsed().as_secs_f64()
+}
+
+fn step(m: &Llama, tokens: &[Vec<u32>], caches: &mut [KvCache]) -> Vec<u32> {
+    let inputs: Vec<SeqInput> = tokens.iter().map(|t| SeqInput { tokens: t, logits: LogitRows::Last }).collect();
+    let mut refs: Vec<&mut KvCache> = caches.iter_mut().collect();
+    let rows = m.forward(&inputs, &mut refs).unwrap().to_vec2::<f32>().unwrap();
+    rows.iter().map(|r| argmax(r)).collect()
+}
+
+fn ours_prefill(m: &Llama, prompt: &[u32]) -> f64 {
+    let mut caches = vec![m.new_cache(prompt.len() + 1).unwrap()];
+    let t = Instant::now();
+    step(m, &[prompt.to_vec()], &mut caches);
+    t.elapsed().as_secs_f64()
+}
+
+/// Aggregate decode tok/s of `seqs` sequences sharing every step.
+fn ours_decode(m: &Llama, prompt: &[u32], seqs: usize, n: usize) -> f64 {
+    let mut caches: Vec<KvCache> = (0..seqs).map(|_| m.new_cache(prompt.len() + n + 1).unwrap()).collect();
+    let mut next: Vec<u32> = caches.iter_mut().map(|c| step(m, &[prompt.to_vec()], std::slice::from_mut(c))[0]).collect();
+    let t = Instant::now();
+    for _ in 0..n {
+        let tokens: Vec<Vec<u32>> = next.iter().map(|&x| vec![x]).collect();
+        next = step(m, &tokens, &mut caches);
+    }
+    (seqs * n) as f64 / t.elapsed().as_secs_f64()
+}
+
+fn prompt_of(tok: &tokfire::model::tokenizer::Tokenizer, n: usize) -> Vec<u32> {
+    let ids = tok.encode(&TEXT.repeat(n / 20 + 2)).unwrap();
+    ids[..n].to_vec()
+}
+
+fn row(name: &str, ours: &[f64], stock: Option<&[f64]>) {
+    let fmt = |v: &[f64]| format!("{:.1} ({:.1}–{:.1})", stats::median(v).unwrap(), stats::min(v).unwrap(), stats::max(v).unwrap());
+    match stock {
+        Some(s) => println!("| {name} | {} | {} | {:.2}× |", fmt(ours), fmt(s), stats::median(ours).unwrap() / stats::median(s).unwrap()),
+        None => println!("| {name} | {} | – | – |", fmt(ours)),
+    }
+}
+
+fn main() {
+    let a = args();
+    let m = tokfire::model::manifest::manifest().unwrap();
+    let cache = std::env::var_os("TOKFIRE_CACHE").map(Into::into).unwrap_or_else(tokfire::config::default_cache_dir);
+    let path = m.get(&m.default).unwrap().ensure(&cache).unwrap();
+    let cfg = ModelConfig { model: path.to_string_lossy().into(), cache_dir: cache, hf_cache_dir: std::env::temp_dir(), dtype: WeightDType::Q, device: DeviceSpec::Cpu };
+    let ours = tokfire::model::load(&cfg).unwrap();
+    let mut stock = stock_model(&path);
+    let (p128, p512) = (prompt_of(&ours.tokenizer, 128), prompt_of(&ours.tokenizer, 512));
+    let short = &p128[..16];
+    let (mut o, mut s): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![vec![]; 5], vec![vec![]; 3]);
+    // One untimed warm-up of every shape for both engines.
+    ours_prefill(&ours.model, &p128);
+    stock_prefill(&mut stock, &p128);
+    ours_decode(&ours.model, short, 3, 4);
+    stock_decode(&mut stock, short, 4);
+    for r in 0..a.rounds {
+        eprintln!("round {}/{}", r + 1, a.rounds);
+        o[0].push(128.0 / ours_prefill(&ours.model, &p128));
+        s[0].push(128.0 / stock_prefill(&mut stock, &p128).0);
+        o[1].push(512.0 / ours_prefill(&ours.model, &p512));
+        s[1].push(512.0 / stock_prefill(&mut stock, &p512).0);
+        o[2].push(ours_decode(&ours.model, short, 1, a.decode));
+        s[2].push(stock_decode(&mut stock, short, a.decode));
+        o[3].push(ours_decode(&ours.model, short, 2, a.decode));
+        o[4].push(ours_decode(&ours.model, short, 3, a.decode));
+    }
+    println!("engine benchmark: {} | {} threads | {} rounds, median (min–max) tok/s | decode {} tokens after a 16-token prompt", path.display(), candle_core::utils::get_num_threads(), a.rounds, a.decode);
+    println!("| case | ours | stock quantized_llama | ours ÷ stock |");
+    println!("|---|---|---|---|");
+    row("prefill 128", &o[0], Some(&s[0]));
+    row("prefill 512", &o[1], Some(&s[1]));
+    row("decode, 1 sequence", &o[2], Some(&s[2]));
+    row("decode, 2 sequences (aggregate)", &o[3], None);
+    row("decode, 3 sequences (aggregate)", &o[4], None);
+    let one = stats::median(&o[2]).unwrap();
+    println!("aggregate ÷ single-sequence decode: 2 seqs {:.2}×, 3 seqs {:.2}×", stats::median(&o[3]).unwrap() / one, stats::median(&o[4]).unwrap() / one);
+}

@@ -26,7 +26,10 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut a = Args { rounds: 3, decode: 64 };
+    let mut a = Args {
+        rounds: 3,
+        decode: 64,
+    };
     let argv: Vec<String> = std::env::args().collect();
     for w in argv.windows(2) {
         match w[0].as_str() {
@@ -45,9 +48,18 @@ fn stock_model(path: &std::path::Path) -> ModelWeights {
 }
 
 fn stock_prefill(m: &mut ModelWeights, prompt: &[u32]) -> (f64, u32) {
-    let x = Tensor::new(prompt, &Device::Cpu).unwrap().unsqueeze(0).unwrap();
+    let x = Tensor::new(prompt, &Device::Cpu)
+        .unwrap()
+        .unsqueeze(0)
+        .unwrap();
     let t = Instant::now();
-    let row = m.forward(&x, 0).unwrap().squeeze(0).unwrap().to_vec1::<f32>().unwrap();
+    let row = m
+        .forward(&x, 0)
+        .unwrap()
+        .squeeze(0)
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
     (t.elapsed().as_secs_f64(), argmax(&row))
 }
 
@@ -55,16 +67,36 @@ fn stock_decode(m: &mut ModelWeights, prompt: &[u32], n: usize) -> f64 {
     let (_, mut next) = stock_prefill(m, prompt);
     let t = Instant::now();
     for i in 0..n {
-        let x = Tensor::new(&[next], &Device::Cpu).unwrap().unsqueeze(0).unwrap();
-        next = argmax(&m.forward(&x, prompt.len() + i).unwrap().squeeze(0).unwrap().to_vec1::<f32>().unwrap());
+        let x = Tensor::new(&[next], &Device::Cpu)
+            .unwrap()
+            .unsqueeze(0)
+            .unwrap();
+        next = argmax(
+            &m.forward(&x, prompt.len() + i)
+                .unwrap()
+                .squeeze(0)
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap(),
+        );
     }
     n as f64 / t.elapsed().as_secs_f64()
 }
 
 fn step(m: &Llama, tokens: &[Vec<u32>], caches: &mut [KvCache]) -> Vec<u32> {
-    let inputs: Vec<SeqInput> = tokens.iter().map(|t| SeqInput { tokens: t, logits: LogitRows::Last }).collect();
+    let inputs: Vec<SeqInput> = tokens
+        .iter()
+        .map(|t| SeqInput {
+            tokens: t,
+            logits: LogitRows::Last,
+        })
+        .collect();
     let mut refs: Vec<&mut KvCache> = caches.iter_mut().collect();
-    let rows = m.forward(&inputs, &mut refs).unwrap().to_vec2::<f32>().unwrap();
+    let rows = m
+        .forward(&inputs, &mut refs)
+        .unwrap()
+        .to_vec2::<f32>()
+        .unwrap();
     rows.iter().map(|r| argmax(r)).collect()
 }
 
@@ -77,8 +109,13 @@ fn ours_prefill(m: &Llama, prompt: &[u32]) -> f64 {
 
 /// Aggregate decode tok/s of `seqs` sequences sharing every step.
 fn ours_decode(m: &Llama, prompt: &[u32], seqs: usize, n: usize) -> f64 {
-    let mut caches: Vec<KvCache> = (0..seqs).map(|_| m.new_cache(prompt.len() + n + 1).unwrap()).collect();
-    let mut next: Vec<u32> = caches.iter_mut().map(|c| step(m, &[prompt.to_vec()], std::slice::from_mut(c))[0]).collect();
+    let mut caches: Vec<KvCache> = (0..seqs)
+        .map(|_| m.new_cache(prompt.len() + n + 1).unwrap())
+        .collect();
+    let mut next: Vec<u32> = caches
+        .iter_mut()
+        .map(|c| step(m, &[prompt.to_vec()], std::slice::from_mut(c))[0])
+        .collect();
     let t = Instant::now();
     for _ in 0..n {
         let tokens: Vec<Vec<u32>> = next.iter().map(|&x| vec![x]).collect();
@@ -93,9 +130,21 @@ fn prompt_of(tok: &tokfire::model::tokenizer::Tokenizer, n: usize) -> Vec<u32> {
 }
 
 fn row(name: &str, ours: &[f64], stock: Option<&[f64]>) {
-    let fmt = |v: &[f64]| format!("{:.1} ({:.1}–{:.1})", stats::median(v).unwrap(), stats::min(v).unwrap(), stats::max(v).unwrap());
+    let fmt = |v: &[f64]| {
+        format!(
+            "{:.1} ({:.1}–{:.1})",
+            stats::median(v).unwrap(),
+            stats::min(v).unwrap(),
+            stats::max(v).unwrap()
+        )
+    };
     match stock {
-        Some(s) => println!("| {name} | {} | {} | {:.2}× |", fmt(ours), fmt(s), stats::median(ours).unwrap() / stats::median(s).unwrap()),
+        Some(s) => println!(
+            "| {name} | {} | {} | {:.2}× |",
+            fmt(ours),
+            fmt(s),
+            stats::median(ours).unwrap() / stats::median(s).unwrap()
+        ),
         None => println!("| {name} | {} | – | – |", fmt(ours)),
     }
 }
@@ -103,12 +152,23 @@ fn row(name: &str, ours: &[f64], stock: Option<&[f64]>) {
 fn main() {
     let a = args();
     let m = tokfire::model::manifest::manifest().unwrap();
-    let cache = std::env::var_os("TOKFIRE_CACHE").map(Into::into).unwrap_or_else(tokfire::config::default_cache_dir);
+    let cache = std::env::var_os("TOKFIRE_CACHE")
+        .map(Into::into)
+        .unwrap_or_else(tokfire::config::default_cache_dir);
     let path = m.get(&m.default).unwrap().ensure(&cache).unwrap();
-    let cfg = ModelConfig { model: path.to_string_lossy().into(), cache_dir: cache, hf_cache_dir: std::env::temp_dir(), dtype: WeightDType::Q, device: DeviceSpec::Cpu };
+    let cfg = ModelConfig {
+        model: path.to_string_lossy().into(),
+        cache_dir: cache,
+        hf_cache_dir: std::env::temp_dir(),
+        dtype: WeightDType::Q,
+        device: DeviceSpec::Cpu,
+    };
     let ours = tokfire::model::load(&cfg).unwrap();
     let mut stock = stock_model(&path);
-    let (p128, p512) = (prompt_of(&ours.tokenizer, 128), prompt_of(&ours.tokenizer, 512));
+    let (p128, p512) = (
+        prompt_of(&ours.tokenizer, 128),
+        prompt_of(&ours.tokenizer, 512),
+    );
     let short = &p128[..16];
     let (mut o, mut s): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![vec![]; 5], vec![vec![]; 3]);
     // One untimed warm-up of every shape for both engines.
@@ -136,5 +196,9 @@ fn main() {
     row("decode, 2 sequences (aggregate)", &o[3], None);
     row("decode, 3 sequences (aggregate)", &o[4], None);
     let one = stats::median(&o[2]).unwrap();
-    println!("aggregate ÷ single-sequence decode: 2 seqs {:.2}×, 3 seqs {:.2}×", stats::median(&o[3]).unwrap() / one, stats::median(&o[4]).unwrap() / one);
+    println!(
+        "aggregate ÷ single-sequence decode: 2 seqs {:.2}×, 3 seqs {:.2}×",
+        stats::median(&o[3]).unwrap() / one,
+        stats::median(&o[4]).unwrap() / one
+    );
 }

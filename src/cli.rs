@@ -16,7 +16,11 @@ const CLOCKS: &str = "Clocks (stderr):
   decode   every later token, one forward + sample each; tok/s = tokens / summed step time";
 
 #[derive(Debug, Parser)]
-#[command(name = "tokfire", version, about = "TokFire Bench: load a model in-process and measure what a person waits for")]
+#[command(
+    name = "tokfire",
+    version,
+    about = "TokFire Bench: load a model in-process and measure what a person waits for"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

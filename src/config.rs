@@ -35,20 +35,32 @@ pub enum DeviceSpec {
 impl DeviceSpec {
     /// Parses `cpu`, `cuda`, `cuda:N` or `metal`.
     pub fn parse(spec: &str) -> Result<Self, ConfigError> {
-        let bad = |reason: &str| ConfigError::Device { spec: spec.to_string(), reason: reason.into() };
+        let bad = |reason: &str| ConfigError::Device {
+            spec: spec.to_string(),
+            reason: reason.into(),
+        };
         match spec.split_once(':') {
             None if spec == "cpu" => Ok(Self::Cpu),
             None if spec == "cuda" => Ok(Self::Cuda(0)),
             None if spec == "metal" => Ok(Self::Metal),
-            Some(("cuda", n)) => n.parse().map(Self::Cuda).map_err(|_| bad("the ordinal after cuda: must be a number, e.g. cuda:0")),
+            Some(("cuda", n)) => n
+                .parse()
+                .map(Self::Cuda)
+                .map_err(|_| bad("the ordinal after cuda: must be a number, e.g. cuda:0")),
             _ => Err(bad("expected cpu, cuda, cuda:N or metal")),
         }
     }
 
     /// Opens the device, or says which cargo feature this build lacks.
     pub fn open(&self) -> Result<Device, ConfigError> {
-        let missing = |device: &str, feature: &str| ConfigError::FeatureMissing { device: device.into(), feature: feature.into() };
-        let failed = |e: candle_core::Error| ConfigError::Device { spec: self.to_string(), reason: e.to_string() };
+        let missing = |device: &str, feature: &str| ConfigError::FeatureMissing {
+            device: device.into(),
+            feature: feature.into(),
+        };
+        let failed = |e: candle_core::Error| ConfigError::Device {
+            spec: self.to_string(),
+            reason: e.to_string(),
+        };
         match *self {
             Self::Cpu => Ok(Device::Cpu),
             Self::Cuda(n) => {
@@ -104,7 +116,9 @@ pub fn default_hf_cache_dir() -> PathBuf {
 }
 
 fn home_dir() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// Sampling settings; greedy when `temperature` is 0.
@@ -122,16 +136,29 @@ pub struct SamplingConfig {
 
 impl Default for SamplingConfig {
     fn default() -> Self {
-        Self { temperature: 0.0, top_k: 0, top_p: 1.0, seed: 42 }
+        Self {
+            temperature: 0.0,
+            top_k: 0,
+            top_p: 1.0,
+            seed: 42,
+        }
     }
 }
 
 impl SamplingConfig {
     /// Checks ranges; names the flag at fault.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let flag = |flag: &str, value: String, reason: &str| ConfigError::Flag { flag: flag.into(), value, reason: reason.into() };
+        let flag = |flag: &str, value: String, reason: &str| ConfigError::Flag {
+            flag: flag.into(),
+            value,
+            reason: reason.into(),
+        };
         if !(self.temperature >= 0.0 && self.temperature.is_finite()) {
-            return Err(flag("--temperature", self.temperature.to_string(), "must be 0 (greedy) or a positive number"));
+            return Err(flag(
+                "--temperature",
+                self.temperature.to_string(),
+                "must be 0 (greedy) or a positive number",
+            ));
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
             return Err(flag("--top-p", self.top_p.to_string(), "must be in (0, 1]"));

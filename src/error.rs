@@ -13,7 +13,11 @@ pub enum ConfigError {
     #[error("--device {device}: this build has no {device} support; rebuild with `cargo build --release --features {feature}`")]
     FeatureMissing { device: String, feature: String },
     #[error("{flag} {value}: {reason}")]
-    Flag { flag: String, value: String, reason: String },
+    Flag {
+        flag: String,
+        value: String,
+        reason: String,
+    },
     #[error("the embedded model manifest is invalid: {0}; this is a bug")]
     Manifest(String),
     #[error("`tokfire {verb}` is not yet available in this version; `tokfire generate` and `tokfire inspect` work")]
@@ -24,13 +28,20 @@ pub enum ConfigError {
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: not a GGUF file (magic bytes {magic:?}); pass a .gguf file, a model directory with config.json, or a manifest name")]
     NotGguf { path: PathBuf, magic: String },
     #[error("{path}: the GGUF file is damaged or truncated ({detail}); fetch it again")]
     BadGguf { path: PathBuf, detail: String },
     #[error("{path}: architecture '{arch}' is not supported; supported: {supported}")]
-    UnsupportedArch { path: PathBuf, arch: String, supported: String },
+    UnsupportedArch {
+        path: PathBuf,
+        arch: String,
+        supported: String,
+    },
     #[error("{path}: no tokenizer in this model ({detail}); use a GGUF with tokenizer.ggml.* metadata or a directory with tokenizer.json")]
     NoTokenizer { path: PathBuf, detail: String },
     #[error("{path}: {detail}")]
@@ -38,7 +49,10 @@ pub enum ModelError {
     #[error("fetching '{name}' failed: {detail}")]
     Fetch { name: String, detail: String },
     #[error("{what}: {source}")]
-    Candle { what: String, source: candle_core::Error },
+    Candle {
+        what: String,
+        source: candle_core::Error,
+    },
     #[error(transparent)]
     Config(#[from] ConfigError),
 }

@@ -22,9 +22,16 @@ fn tiny(dir: &Path, spec: Spec) -> PathBuf {
 fn fails(args: &[&str], code: i32) -> String {
     let out = tokfire().args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(code), "exit code for {args:?}; stderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "exit code for {args:?}; stderr: {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "panic for {args:?}: {stderr}");
-    assert!(stderr.starts_with("Error: ") || code == 2, "no Error: line for {args:?}: {stderr}");
+    assert!(
+        stderr.starts_with("Error: ") || code == 2,
+        "no Error: line for {args:?}: {stderr}"
+    );
     stderr
 }
 
@@ -32,17 +39,50 @@ fn fails(args: &[&str], code: i32) -> String {
 fn generate_on_a_synthetic_model_prints_text_and_the_four_clocks() {
     let dir = tempfile::tempdir().unwrap();
     let m = tiny(dir.path(), Spec::default());
-    let out = tokfire().args(["generate", "--model", m.to_str().unwrap(), "-n", "8", "--ids", "--prompt", "the tin"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = tokfire()
+        .args([
+            "generate",
+            "--model",
+            m.to_str().unwrap(),
+            "-n",
+            "8",
+            "--ids",
+            "--prompt",
+            "the tin",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     for clock in ["load", "warm-up", "prefill", "decode", "tok/s"] {
         assert!(stderr.contains(clock), "missing {clock} in {stderr}");
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.lines().any(|l| l.starts_with('[')), "no id list: {stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with('[')),
+        "no id list: {stdout}"
+    );
     // Chat goes through the template; sampling flags are accepted and seeded.
     tokfire()
-        .args(["generate", "--model", m.to_str().unwrap(), "-n", "4", "--chat", "hi", "--temperature", "0.8", "--top-p", "0.9", "--seed", "3"])
+        .args([
+            "generate",
+            "--model",
+            m.to_str().unwrap(),
+            "-n",
+            "4",
+            "--chat",
+            "hi",
+            "--temperature",
+            "0.8",
+            "--top-p",
+            "0.9",
+            "--seed",
+            "3",
+        ])
         .assert()
         .success();
 }
@@ -54,12 +94,20 @@ fn inspect_reports_the_file_as_text_json_and_token_ids() {
     let m = m.to_str().unwrap();
     let text = tokfire().args(["inspect", m]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("architecture  llama") && text.contains("sha256") && text.contains("chat template yes"), "{text}");
+    assert!(
+        text.contains("architecture  llama")
+            && text.contains("sha256")
+            && text.contains("chat template yes"),
+        "{text}"
+    );
     let json = tokfire().args(["inspect", m, "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["layers"], 2);
     assert_eq!(v["tensor_types"]["q8_0"], 16);
-    let ids = tokfire().args(["inspect", m, "--tokenize", "<|im_start|>the"]).output().unwrap();
+    let ids = tokfire()
+        .args(["inspect", m, "--tokenize", "<|im_start|>the"])
+        .output()
+        .unwrap();
     let ids = String::from_utf8_lossy(&ids.stdout);
     assert!(ids.starts_with("[1, "), "{ids}");
 }
@@ -70,17 +118,33 @@ fn hub_ids_load_from_a_local_hub_cache() {
     let snap = dir.path().join("hub/models--Org--Tiny/snapshots/0123abcd");
     std::fs::create_dir_all(&snap).unwrap();
     std::fs::create_dir_all(dir.path().join("hub/models--Org--Tiny/refs")).unwrap();
-    std::fs::write(dir.path().join("hub/models--Org--Tiny/refs/main"), "0123abcd").unwrap();
+    std::fs::write(
+        dir.path().join("hub/models--Org--Tiny/refs/main"),
+        "0123abcd",
+    )
+    .unwrap();
     write_gguf(&snap.join("tiny.gguf"), &Spec::default()).unwrap();
-    tokfire().env("HF_HOME", dir.path()).args(["generate", "--model", "hf:Org/Tiny:tiny.gguf", "-n", "3"]).assert().success();
-    let err = tokfire().env("HF_HOME", dir.path()).args(["generate", "--model", "hf:Org/Tiny:other.gguf"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&err.stderr).contains("huggingface-cli download Org/Tiny other.gguf"));
+    tokfire()
+        .env("HF_HOME", dir.path())
+        .args(["generate", "--model", "hf:Org/Tiny:tiny.gguf", "-n", "3"])
+        .assert()
+        .success();
+    let err = tokfire()
+        .env("HF_HOME", dir.path())
+        .args(["generate", "--model", "hf:Org/Tiny:other.gguf"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&err.stderr)
+        .contains("huggingface-cli download Org/Tiny other.gguf"));
 }
 
 #[test]
 fn missing_file_names_the_path() {
     let e = fails(&["generate", "--model", "/nonexistent/dir/model.gguf"], 1);
-    assert!(e.contains("/nonexistent/dir/model.gguf") && e.contains("no such file"), "{e}");
+    assert!(
+        e.contains("/nonexistent/dir/model.gguf") && e.contains("no such file"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -103,32 +167,59 @@ fn truncated_gguf_is_reported_as_damaged() {
         let p = dir.path().join(format!("cut{keep}.gguf"));
         std::fs::write(&p, &bytes[..keep]).unwrap();
         let e = fails(&["generate", "--model", p.to_str().unwrap()], 1);
-        assert!(e.contains("damaged or truncated") && e.contains(&format!("cut{keep}.gguf")), "{keep}: {e}");
+        assert!(
+            e.contains("damaged or truncated") && e.contains(&format!("cut{keep}.gguf")),
+            "{keep}: {e}"
+        );
     }
 }
 
 #[test]
 fn unsupported_architecture_lists_the_supported_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let m = tiny(dir.path(), Spec { arch: "mamba".into(), ..Spec::default() });
+    let m = tiny(
+        dir.path(),
+        Spec {
+            arch: "mamba".into(),
+            ..Spec::default()
+        },
+    );
     let e = fails(&["generate", "--model", m.to_str().unwrap()], 1);
-    assert!(e.contains("architecture 'mamba' is not supported") && e.contains("llama"), "{e}");
+    assert!(
+        e.contains("architecture 'mamba' is not supported") && e.contains("llama"),
+        "{e}"
+    );
     // inspect still describes it.
-    tokfire().args(["inspect", m.to_str().unwrap()]).assert().success();
+    tokfire()
+        .args(["inspect", m.to_str().unwrap()])
+        .assert()
+        .success();
 }
 
 #[test]
 fn gguf_without_tokenizer_metadata_says_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
-    let m = tiny(dir.path(), Spec { tokenizer: false, ..Spec::default() });
+    let m = tiny(
+        dir.path(),
+        Spec {
+            tokenizer: false,
+            ..Spec::default()
+        },
+    );
     let e = fails(&["generate", "--model", m.to_str().unwrap()], 1);
-    assert!(e.contains("no tokenizer") && e.contains("tokenizer.ggml.model"), "{e}");
+    assert!(
+        e.contains("no tokenizer") && e.contains("tokenizer.ggml.model"),
+        "{e}"
+    );
 }
 
 #[test]
 fn unknown_model_name_lists_the_known_ones() {
     let e = fails(&["generate", "--model", "no-such-model"], 1);
-    assert!(e.contains("unknown model 'no-such-model'") && e.contains("smollm2-135m-instruct-q4_1"), "{e}");
+    assert!(
+        e.contains("unknown model 'no-such-model'") && e.contains("smollm2-135m-instruct-q4_1"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -152,7 +243,10 @@ fn bad_devices_are_explained() {
 fn bad_flags_name_the_flag() {
     let dir = tempfile::tempdir().unwrap();
     let m = tiny(dir.path(), Spec::default());
-    let e = fails(&["generate", "--model", m.to_str().unwrap(), "--top-p", "1.5"], 1);
+    let e = fails(
+        &["generate", "--model", m.to_str().unwrap(), "--top-p", "1.5"],
+        1,
+    );
     assert!(e.contains("--top-p"), "{e}");
     fails(&["generate", "--dtype", "int3"], 2);
 }

@@ -15,8 +15,8 @@ use tokfire::model::Loaded;
 
 /// llama.cpp's and stock candle's greedy continuation of "The capital of France is".
 const PARIS: [u32; 32] = [
-    7042, 30, 198, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33, 2215, 701, 30, 198, 198, 504, 1797, 1918, 553, 253,
-    2155, 282, 4723, 216, 35, 33,
+    7042, 30, 198, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33, 2215, 701, 30,
+    198, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33,
 ];
 
 fn model() -> &'static Loaded {
@@ -27,8 +27,14 @@ fn model() -> &'static Loaded {
 #[test]
 fn tokenizer_matches_llama_cpp_ids_and_round_trips() {
     let tok = &model().tokenizer;
-    assert_eq!(tok.encode("The capital of France is").unwrap(), [504, 3575, 282, 4649, 314]);
-    assert_eq!(tok.encode("<|im_start|>user\nHi<|im_end|>").unwrap(), [1, 4093, 198, 26843, 2]);
+    assert_eq!(
+        tok.encode("The capital of France is").unwrap(),
+        [504, 3575, 282, 4649, 314]
+    );
+    assert_eq!(
+        tok.encode("<|im_start|>user\nHi<|im_end|>").unwrap(),
+        [1, 4093, 198, 26843, 2]
+    );
     let text = "Hello, world! Ünïcödé 123 +\n  code()";
     let ids = tok.encode(text).unwrap();
     assert_eq!(tok.decode(&ids).unwrap(), text);
@@ -49,8 +55,17 @@ fn greedy_32_equals_llama_cpp_and_stock_candle() {
     let mut stock = quantized_llama::ModelWeights::from_gguf(ct, &mut f, &Device::Cpu).unwrap();
     let (mut input, mut pos, mut tokens) = (prompt.clone(), 0, Vec::new());
     for step in 0..32 {
-        let x = Tensor::new(input.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap();
-        let row = stock.forward(&x, pos).unwrap().squeeze(0).unwrap().to_vec1::<f32>().unwrap();
+        let x = Tensor::new(input.as_slice(), &Device::Cpu)
+            .unwrap()
+            .unsqueeze(0)
+            .unwrap();
+        let row = stock
+            .forward(&x, pos)
+            .unwrap()
+            .squeeze(0)
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
         let d = max_diff(&row, &ours.logits[step]);
         assert!(d < 1e-2, "step {step}: logits differ from stock by {d}");
         pos += input.len();
@@ -67,7 +82,15 @@ fn three_prompts(m: &Loaded) -> [Vec<u32>; 3] {
     let chat = m.chat.as_ref().unwrap();
     [
         enc("The capital of France is"),
-        enc(&chat.render(&[tokfire::model::chat::Message::new("user", "Name three colours.")], true).unwrap()),
+        enc(&chat
+            .render(
+                &[tokfire::model::chat::Message::new(
+                    "user",
+                    "Name three colours.",
+                )],
+                true,
+            )
+            .unwrap()),
         enc("def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"),
     ]
 }
@@ -76,7 +99,16 @@ fn three_prompts(m: &Loaded) -> [Vec<u32>; 3] {
 /// and logits within `tol`; returns the largest logit difference seen.
 fn check_batched(m: &Loaded, chunks: [usize; 3], tol: f32) -> f32 {
     let prompts = three_prompts(m);
-    let plans: Vec<Plan> = prompts.iter().zip([0, 1, 4]).zip(chunks).map(|((p, start), chunk)| Plan { prompt: p.clone(), start, chunk }).collect();
+    let plans: Vec<Plan> = prompts
+        .iter()
+        .zip([0, 1, 4])
+        .zip(chunks)
+        .map(|((p, start), chunk)| Plan {
+            prompt: p.clone(),
+            start,
+            chunk,
+        })
+        .collect();
     let n = 16;
     let together = batched(&m.model, &plans, n);
     let mut worst = 0.0f32;
@@ -86,7 +118,10 @@ fn check_batched(m: &Loaded, chunks: [usize; 3], tol: f32) -> f32 {
         for (i, (a, b)) in t.logits.iter().zip(&alone.logits).enumerate() {
             let d = max_diff(a, b);
             worst = worst.max(d);
-            assert!(d <= tol, "step {i}: batched logits differ from alone by {d} > {tol}");
+            assert!(
+                d <= tol,
+                "step {i}: batched logits differ from alone by {d} > {tol}"
+            );
         }
     }
     worst

@@ -24,8 +24,17 @@ fn stock_gguf_trace(path: &std::path::Path) -> Trace {
     let mut input = PROMPT.to_vec();
     let mut pos = 0;
     for _ in 0..=STEPS {
-        let x = Tensor::new(input.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap();
-        let row = m.forward(&x, pos).unwrap().squeeze(0).unwrap().to_vec1::<f32>().unwrap();
+        let x = Tensor::new(input.as_slice(), &Device::Cpu)
+            .unwrap()
+            .unsqueeze(0)
+            .unwrap();
+        let row = m
+            .forward(&x, pos)
+            .unwrap()
+            .squeeze(0)
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
         pos += input.len();
         let next = tokfire::engine::sampler::argmax(&row);
         trace.tokens.push(next);
@@ -50,29 +59,49 @@ fn gguf_matches_stock_quantized_llama() {
         let path = synthetic_gguf(dir.path(), quant, tied);
         let loaded = load(&path, WeightDType::Q);
         let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
-        assert_same(&ours, &stock_gguf_trace(&path), &format!("{quant:?} tied={tied}"));
+        assert_same(
+            &ours,
+            &stock_gguf_trace(&path),
+            &format!("{quant:?} tied={tied}"),
+        );
     }
 }
 
 #[test]
 fn safetensors_matches_stock_llama() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = tokfire::model::synthetic::Spec { tied: true, ..Default::default() };
+    let spec = tokfire::model::synthetic::Spec {
+        tied: true,
+        ..Default::default()
+    };
     tokfire::model::synthetic::write_safetensors_dir(dir.path(), &spec).unwrap();
     let loaded = load(dir.path(), WeightDType::Q);
     let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
 
-    let cfg: stock_llama::LlamaConfig = serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json")).unwrap()).unwrap();
+    let cfg: stock_llama::LlamaConfig =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json")).unwrap())
+            .unwrap();
     let cfg = cfg.into_config(false);
     let files = [dir.path().join("model.safetensors")];
-    let vb = unsafe { candle_nn::VarBuilder::from_mmaped_safetensors(&files, DType::F32, &Device::Cpu).unwrap() };
+    let vb = unsafe {
+        candle_nn::VarBuilder::from_mmaped_safetensors(&files, DType::F32, &Device::Cpu).unwrap()
+    };
     let m = stock_llama::Llama::load(vb, &cfg).unwrap();
     let mut cache = stock_llama::Cache::new(true, DType::F32, &cfg, &Device::Cpu).unwrap();
     let mut stock = Trace::default();
     let (mut input, mut pos) = (PROMPT.to_vec(), 0);
     for _ in 0..=STEPS {
-        let x = Tensor::new(input.as_slice(), &Device::Cpu).unwrap().unsqueeze(0).unwrap();
-        let row = m.forward(&x, pos, &mut cache).unwrap().squeeze(0).unwrap().to_vec1::<f32>().unwrap();
+        let x = Tensor::new(input.as_slice(), &Device::Cpu)
+            .unwrap()
+            .unsqueeze(0)
+            .unwrap();
+        let row = m
+            .forward(&x, pos, &mut cache)
+            .unwrap()
+            .squeeze(0)
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
         pos += input.len();
         let next = tokfire::engine::sampler::argmax(&row);
         stock.tokens.push(next);
@@ -87,18 +116,38 @@ fn batched_equals_alone_on_synthetic_model() {
     let dir = tempfile::tempdir().unwrap();
     let path = synthetic_gguf(dir.path(), GgmlDType::Q8_0, false);
     let loaded = load(&path, WeightDType::Q);
-    let prompts = [PROMPT.to_vec(), vec![5, 6, 7], (10..40).collect::<Vec<u32>>()];
+    let prompts = [
+        PROMPT.to_vec(),
+        vec![5, 6, 7],
+        (10..40).collect::<Vec<u32>>(),
+    ];
     let plans = [
-        Plan { prompt: prompts[0].clone(), start: 0, chunk: usize::MAX },
-        Plan { prompt: prompts[1].clone(), start: 2, chunk: usize::MAX },
-        Plan { prompt: prompts[2].clone(), start: 3, chunk: 11 },
+        Plan {
+            prompt: prompts[0].clone(),
+            start: 0,
+            chunk: usize::MAX,
+        },
+        Plan {
+            prompt: prompts[1].clone(),
+            start: 2,
+            chunk: usize::MAX,
+        },
+        Plan {
+            prompt: prompts[2].clone(),
+            start: 3,
+            chunk: 11,
+        },
     ];
     let together = batched(&loaded.model, &plans, 12);
     for (p, t) in prompts.iter().zip(&together) {
         let alone = solo(&loaded.model, p, 12);
         assert_eq!(t.tokens, alone.tokens);
         for (a, b) in t.logits.iter().zip(&alone.logits) {
-            assert!(max_diff(a, b) <= TOL, "batched logits differ by {}", max_diff(a, b));
+            assert!(
+                max_diff(a, b) <= TOL,
+                "batched logits differ by {}",
+                max_diff(a, b)
+            );
         }
     }
 }
@@ -113,5 +162,8 @@ fn dense_f32_dtype_matches_quantized_dequantized_reference() {
     let h = solo(&load(&path, WeightDType::F16).model, &PROMPT, 5);
     assert_eq!(q.tokens, f.tokens);
     assert!(max_diff(&q.logits[0], &f.logits[0]) <= TOL);
-    assert!(max_diff(&q.logits[0], &h.logits[0]) <= 5e-2, "f16 storage drifted too far");
+    assert!(
+        max_diff(&q.logits[0], &h.logits[0]) <= 5e-2,
+        "f16 storage drifted too far"
+    );
 }

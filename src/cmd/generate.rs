@@ -15,14 +15,25 @@ pub const DEFAULT_PROMPT: &str = "The capital of France is";
 
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let cfg = super::model_config(&args.model)?;
-    let sampling = SamplingConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed };
+    let sampling = SamplingConfig {
+        temperature: args.temperature,
+        top_k: args.top_k,
+        top_p: args.top_p,
+        seed: args.seed,
+    };
     sampling.validate()?;
     let loaded = model::load(&cfg)?;
     let prompt = prompt_text(&args, &loaded)?;
     let ids = loaded.tokenizer.encode(&prompt)?;
-    let params = GenerateParams { max_new: args.max_tokens, sampling, stop: loaded.tokenizer.info.eos_id.into_iter().collect() };
+    let params = GenerateParams {
+        max_new: args.max_tokens,
+        sampling,
+        stop: loaded.tokenizer.info.eos_id.into_iter().collect(),
+    };
     let mut printer = StreamPrinter::default();
-    let g = generate(&loaded.model, &ids, &params, |t| printer.push(&loaded.tokenizer, t))?;
+    let g = generate(&loaded.model, &ids, &params, |t| {
+        printer.push(&loaded.tokenizer, t)
+    })?;
     println!();
     if args.ids {
         println!("{:?}", g.tokens);
@@ -40,7 +51,10 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
 
 fn prompt_text(args: &GenerateArgs, loaded: &Loaded) -> anyhow::Result<String> {
     let Some(user) = &args.chat else {
-        return Ok(args.prompt.clone().unwrap_or_else(|| DEFAULT_PROMPT.to_string()));
+        return Ok(args
+            .prompt
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PROMPT.to_string()));
     };
     let template = loaded.chat.as_ref().ok_or_else(|| ConfigError::Flag {
         flag: "--chat".into(),
@@ -52,7 +66,7 @@ fn prompt_text(args: &GenerateArgs, loaded: &Loaded) -> anyhow::Result<String> {
         messages.push(Message::new("system", system));
     }
     messages.push(Message::new("user", user));
-    Ok(template.render(&messages, true).map_err(anyhow::Error::msg)?)
+    template.render(&messages, true).map_err(anyhow::Error::msg)
 }
 
 /// Prints decoded text as tokens arrive, holding back incomplete UTF-8 sequences.
@@ -65,8 +79,13 @@ struct StreamPrinter {
 impl StreamPrinter {
     fn push(&mut self, tok: &crate::model::tokenizer::Tokenizer, id: u32) {
         self.tokens.push(id);
-        let Ok(text) = tok.decode(&self.tokens) else { return };
-        if text.ends_with('\u{FFFD}') || text.len() <= self.printed || !text.is_char_boundary(self.printed) {
+        let Ok(text) = tok.decode(&self.tokens) else {
+            return;
+        };
+        if text.ends_with('\u{FFFD}')
+            || text.len() <= self.printed
+            || !text.is_char_boundary(self.printed)
+        {
             return;
         }
         print!("{}", &text[self.printed..]);

@@ -20,7 +20,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
     if let Some(text) = &args.tokenize {
         let tok = match &path {
             ModelPath::Gguf(p) => Tokenizer::from_gguf(&Gguf::open(p)?)?,
-            ModelPath::Safetensors(p) => Tokenizer::from_file(&p.join("tokenizer.json"), None, None)?,
+            ModelPath::Safetensors(p) => {
+                Tokenizer::from_file(&p.join("tokenizer.json"), None, None)?
+            }
         };
         let ids = tok.encode(text)?;
         println!("{}", report::inspect::token_ids(&tok, &ids, args.json)?);

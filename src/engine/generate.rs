@@ -37,14 +37,27 @@ pub struct Generation {
 }
 
 /// Runs `prompt` through `model`, calling `on_token` with each new token as it is sampled.
-pub fn generate(model: &Llama, prompt: &[u32], p: &GenerateParams, mut on_token: impl FnMut(u32)) -> Result<Generation, EngineError> {
+pub fn generate(
+    model: &Llama,
+    prompt: &[u32],
+    p: &GenerateParams,
+    mut on_token: impl FnMut(u32),
+) -> Result<Generation, EngineError> {
     if prompt.is_empty() {
-        return Err(EngineError::Invalid("the prompt encodes to no tokens; give a non-empty prompt".into()));
+        return Err(EngineError::Invalid(
+            "the prompt encodes to no tokens; give a non-empty prompt".into(),
+        ));
     }
     let device = model.device().clone();
     let mut cache = model.new_cache(prompt.len() + p.max_new)?;
     let mut sampler = Sampler::new(&p.sampling);
-    let mut out = Generation { prompt_tokens: prompt.len(), tokens: Vec::new(), prefill: Duration::ZERO, steps: Vec::new(), stopped: false };
+    let mut out = Generation {
+        prompt_tokens: prompt.len(),
+        tokens: Vec::new(),
+        prefill: Duration::ZERO,
+        steps: Vec::new(),
+        stopped: false,
+    };
     if p.max_new == 0 {
         return Ok(out);
     }
@@ -68,8 +81,20 @@ pub fn generate(model: &Llama, prompt: &[u32], p: &GenerateParams, mut on_token:
     Ok(out)
 }
 
-fn step(model: &Llama, device: &Device, tokens: &[u32], cache: &mut super::kv::KvCache, sampler: &mut Sampler) -> Result<u32, EngineError> {
-    let logits = model.forward(&[SeqInput { tokens, logits: LogitRows::Last }], &mut [cache])?;
+fn step(
+    model: &Llama,
+    device: &Device,
+    tokens: &[u32],
+    cache: &mut super::kv::KvCache,
+    sampler: &mut Sampler,
+) -> Result<u32, EngineError> {
+    let logits = model.forward(
+        &[SeqInput {
+            tokens,
+            logits: LogitRows::Last,
+        }],
+        &mut [cache],
+    )?;
     let row = logits.squeeze(0)?.to_vec1::<f32>()?;
     device.synchronize()?;
     Ok(sampler.sample(&row))

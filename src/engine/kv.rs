@@ -31,7 +31,14 @@ impl KvCache {
     pub fn new(shape: KvShape, capacity: usize, device: &Device) -> Result<Self, EngineError> {
         let capacity = capacity.clamp(1, shape.max_positions);
         let (k, v) = alloc(&shape, capacity, device)?;
-        Ok(Self { shape, k, v, len: 0, capacity, device: device.clone() })
+        Ok(Self {
+            shape,
+            k,
+            v,
+            len: 0,
+            capacity,
+            device: device.clone(),
+        })
     }
 
     /// Tokens held.
@@ -50,7 +57,11 @@ impl KvCache {
 
     /// Bytes allocated for K and V across all layers (capacity, not length).
     pub fn bytes(&self) -> usize {
-        2 * self.shape.layers * self.shape.kv_heads * self.capacity * self.shape.head_dim * DType::F32.size_in_bytes()
+        2 * self.shape.layers
+            * self.shape.kv_heads
+            * self.capacity
+            * self.shape.head_dim
+            * DType::F32.size_in_bytes()
     }
 
     /// Forgets every token from position `len` on (speculative rollback, preemption).
@@ -93,17 +104,27 @@ impl KvCache {
 
     /// Keys and values of `layer` for the first `len` positions, `[kv_heads, len, head_dim]`.
     pub(crate) fn view(&self, layer: usize, len: usize) -> Result<(Tensor, Tensor), EngineError> {
-        Ok((self.k[layer].narrow(1, 0, len)?, self.v[layer].narrow(1, 0, len)?))
+        Ok((
+            self.k[layer].narrow(1, 0, len)?,
+            self.v[layer].narrow(1, 0, len)?,
+        ))
     }
 
     /// Commits `n` tokens written to every layer.
     pub(crate) fn advance(&mut self, n: usize) {
-        debug_assert!(self.len + n <= self.capacity, "advance past reserve; this is a bug");
+        debug_assert!(
+            self.len + n <= self.capacity,
+            "advance past reserve; this is a bug"
+        );
         self.len += n;
     }
 }
 
-fn alloc(shape: &KvShape, capacity: usize, device: &Device) -> Result<(Vec<Tensor>, Vec<Tensor>), EngineError> {
+fn alloc(
+    shape: &KvShape,
+    capacity: usize,
+    device: &Device,
+) -> Result<(Vec<Tensor>, Vec<Tensor>), EngineError> {
     let dims = (shape.kv_heads, capacity, shape.head_dim);
     let mut k = Vec::with_capacity(shape.layers);
     let mut v = Vec::with_capacity(shape.layers);
@@ -119,7 +140,12 @@ mod tests {
     use super::*;
 
     fn shape() -> KvShape {
-        KvShape { layers: 2, kv_heads: 2, head_dim: 4, max_positions: 64 }
+        KvShape {
+            layers: 2,
+            kv_heads: 2,
+            head_dim: 4,
+            max_positions: 64,
+        }
     }
 
     fn block(n: usize, base: f32) -> Tensor {
@@ -147,7 +173,14 @@ mod tests {
         c.advance(3);
         let (k, _) = c.view(1, 5).unwrap();
         let expect = Tensor::cat(&[&first, &second], 1).unwrap();
-        let diff = (k - expect).unwrap().abs().unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap();
+        let diff = (k - expect)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
         assert_eq!(diff, 0.0);
     }
 

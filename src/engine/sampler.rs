@@ -14,12 +14,19 @@ pub struct Sampler {
 
 impl Sampler {
     pub fn new(cfg: &SamplingConfig) -> Self {
-        Self { cfg: cfg.clone(), rng: StdRng::seed_from_u64(cfg.seed) }
+        Self {
+            cfg: cfg.clone(),
+            rng: StdRng::seed_from_u64(cfg.seed),
+        }
     }
 
     /// The next token for these logits.
     pub fn sample(&mut self, logits: &[f32]) -> u32 {
-        let u = if self.cfg.temperature > 0.0 { self.rng.random::<f64>() } else { 0.0 };
+        let u = if self.cfg.temperature > 0.0 {
+            self.rng.random::<f64>()
+        } else {
+            0.0
+        };
         sample(logits, &self.cfg, u)
     }
 }
@@ -58,7 +65,11 @@ pub fn argmax(logits: &[f32]) -> u32 {
 /// Tokens left after temperature, top-k and top-p, with unnormalised probabilities, most
 /// likely first.
 fn candidates(logits: &[f32], cfg: &SamplingConfig) -> Vec<(u32, f64)> {
-    let max = logits.iter().copied().filter(|v| !v.is_nan()).fold(f32::NEG_INFINITY, f32::max) as f64;
+    let max = logits
+        .iter()
+        .copied()
+        .filter(|v| !v.is_nan())
+        .fold(f32::NEG_INFINITY, f32::max) as f64;
     let mut cand: Vec<(u32, f64)> = logits
         .iter()
         .enumerate()
@@ -88,7 +99,12 @@ mod tests {
     use super::*;
 
     fn cfg(temperature: f64, top_k: usize, top_p: f64) -> SamplingConfig {
-        SamplingConfig { temperature, top_k, top_p, seed: 7 }
+        SamplingConfig {
+            temperature,
+            top_k,
+            top_p,
+            seed: 7,
+        }
     }
 
     #[test]
@@ -120,7 +136,10 @@ mod tests {
         let logits = [0.0f32, (3.0f32).ln()]; // p = [0.25, 0.75]
         let mut s = Sampler::new(&cfg(1.0, 0, 1.0));
         let ones = (0..4000).filter(|_| s.sample(&logits) == 1).count();
-        assert!((2800..3200).contains(&ones), "{ones} of 4000 draws picked p=0.75");
+        assert!(
+            (2800..3200).contains(&ones),
+            "{ones} of 4000 draws picked p=0.75"
+        );
     }
 
     #[test]

@@ -42,23 +42,39 @@ impl LlamaConfig {
         let key = |k: &str| format!("{arch}.{k}");
         let hidden = g.u64(&key("embedding_length"))? as usize;
         let heads = g.u64(&key("attention.head_count"))? as usize;
-        let head_dim = g.opt_u64(&key("rope.dimension_count")).map(|x| x as usize).unwrap_or(hidden / heads.max(1));
+        let head_dim = g
+            .opt_u64(&key("rope.dimension_count"))
+            .map(|x| x as usize)
+            .unwrap_or(hidden / heads.max(1));
         let vocab = match g.opt_u64(&key("vocab_size")) {
             Some(v) => v as usize,
-            None => g.content.tensor_infos.get("token_embd.weight").map(|t| t.shape.dims()[0]).unwrap_or(0),
+            None => g
+                .content
+                .tensor_infos
+                .get("token_embd.weight")
+                .map(|t| t.shape.dims()[0])
+                .unwrap_or(0),
         };
         let cfg = Self {
             hidden,
             ffn: g.u64(&key("feed_forward_length"))? as usize,
             layers: g.u64(&key("block_count"))? as usize,
             heads,
-            kv_heads: g.opt_u64(&key("attention.head_count_kv")).map(|x| x as usize).unwrap_or(heads),
+            kv_heads: g
+                .opt_u64(&key("attention.head_count_kv"))
+                .map(|x| x as usize)
+                .unwrap_or(heads),
             head_dim,
             vocab,
-            rms_eps: g.opt_f64(&key("attention.layer_norm_rms_epsilon")).unwrap_or(1e-5),
+            rms_eps: g
+                .opt_f64(&key("attention.layer_norm_rms_epsilon"))
+                .unwrap_or(1e-5),
             rope_theta: g.opt_f64(&key("rope.freq_base")).unwrap_or(10_000.0),
             rope_interleaved: arch == "llama",
-            context_length: g.opt_u64(&key("context_length")).map(|x| x as usize).unwrap_or(4096),
+            context_length: g
+                .opt_u64(&key("context_length"))
+                .map(|x| x as usize)
+                .unwrap_or(4096),
             qkv_bias: arch == "qwen2",
             arch,
         };
@@ -69,8 +85,10 @@ impl LlamaConfig {
     /// Reads a Hugging Face `config.json`.
     pub fn from_hf_json(path: &Path) -> Result<Self, ModelError> {
         let text = std::fs::read_to_string(path).map_err(ModelError::io(path))?;
-        let hf: HfConfig = serde_json::from_str(&text)
-            .map_err(|e| ModelError::Invalid { path: path.to_path_buf(), detail: format!("not a llama-family config.json: {e}") })?;
+        let hf: HfConfig = serde_json::from_str(&text).map_err(|e| ModelError::Invalid {
+            path: path.to_path_buf(),
+            detail: format!("not a llama-family config.json: {e}"),
+        })?;
         let arch = hf.model_type.clone().unwrap_or_else(|| "llama".into());
         check_arch(path, &arch)?;
         let heads = hf.num_attention_heads;
@@ -90,22 +108,39 @@ impl LlamaConfig {
             arch,
         };
         if hf.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
-            return Err(ModelError::Invalid { path: path.to_path_buf(), detail: "rope_scaling is not supported yet".into() });
+            return Err(ModelError::Invalid {
+                path: path.to_path_buf(),
+                detail: "rope_scaling is not supported yet".into(),
+            });
         }
         cfg.validate(path)?;
         Ok(cfg)
     }
 
     fn validate(&self, path: &Path) -> Result<(), ModelError> {
-        let bad = |detail: String| Err(ModelError::Invalid { path: path.to_path_buf(), detail });
+        let bad = |detail: String| {
+            Err(ModelError::Invalid {
+                path: path.to_path_buf(),
+                detail,
+            })
+        };
         if self.heads == 0 || self.kv_heads == 0 || self.heads % self.kv_heads != 0 {
-            return bad(format!("{} attention heads cannot be grouped over {} kv heads", self.heads, self.kv_heads));
+            return bad(format!(
+                "{} attention heads cannot be grouped over {} kv heads",
+                self.heads, self.kv_heads
+            ));
         }
         if self.head_dim * self.heads != self.hidden && self.arch == "llama" {
-            return bad(format!("head_dim {} × {} heads != hidden {}", self.head_dim, self.heads, self.hidden));
+            return bad(format!(
+                "head_dim {} × {} heads != hidden {}",
+                self.head_dim, self.heads, self.hidden
+            ));
         }
         if self.head_dim % 2 != 0 || self.vocab == 0 || self.layers == 0 {
-            return bad(format!("implausible shape: head_dim {}, vocab {}, layers {}", self.head_dim, self.vocab, self.layers));
+            return bad(format!(
+                "implausible shape: head_dim {}, vocab {}, layers {}",
+                self.head_dim, self.vocab, self.layers
+            ));
         }
         Ok(())
     }
@@ -120,7 +155,11 @@ fn check_arch(path: &Path, arch: &str) -> Result<(), ModelError> {
     if SUPPORTED.contains(&arch) {
         Ok(())
     } else {
-        Err(ModelError::UnsupportedArch { path: path.to_path_buf(), arch: arch.into(), supported: SUPPORTED.join(", ") })
+        Err(ModelError::UnsupportedArch {
+            path: path.to_path_buf(),
+            arch: arch.into(),
+            supported: SUPPORTED.join(", "),
+        })
     }
 }
 

@@ -14,7 +14,10 @@ pub struct Message {
 
 impl Message {
     pub fn new(role: &str, content: &str) -> Self {
-        Self { role: role.into(), content: content.into() }
+        Self {
+            role: role.into(),
+            content: content.into(),
+        }
     }
 }
 
@@ -34,13 +37,26 @@ impl ChatTemplate {
         env.add_function("raise_exception", |msg: String| -> Result<String, Error> {
             Err(Error::new(ErrorKind::InvalidOperation, msg))
         });
-        env.add_template_owned("chat", source.to_string()).map_err(|e| format!("chat template does not compile: {e:#}"))?;
-        Ok(Self { env, source: source.to_string(), bos_token: bos_token.into(), eos_token: eos_token.into() })
+        env.add_template_owned("chat", source.to_string())
+            .map_err(|e| format!("chat template does not compile: {e:#}"))?;
+        Ok(Self {
+            env,
+            source: source.to_string(),
+            bos_token: bos_token.into(),
+            eos_token: eos_token.into(),
+        })
     }
 
     /// Renders the conversation; with `add_generation_prompt` the assistant's turn is opened.
-    pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String, String> {
-        let tmpl = self.env.get_template("chat").expect("template was added in new(); this is a bug");
+    pub fn render(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+    ) -> Result<String, String> {
+        let tmpl = self
+            .env
+            .get_template("chat")
+            .expect("template was added in new(); this is a bug");
         tmpl.render(context! {
             messages => minijinja::value::Serde(messages),
             add_generation_prompt => add_generation_prompt,
@@ -52,7 +68,10 @@ impl ChatTemplate {
 
     /// The template's first non-empty line, for `inspect`.
     pub fn first_line(&self) -> &str {
-        self.source.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+        self.source
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
     }
 }
 

@@ -29,21 +29,38 @@ impl Gguf {
         let mut magic = [0u8; 4];
         let n = read_up_to(&mut reader, &mut magic).map_err(ModelError::io(path))?;
         if n < 4 || &magic != b"GGUF" {
-            let magic = String::from_utf8_lossy(&magic[..n]).escape_debug().to_string();
-            return Err(ModelError::NotGguf { path: path.to_path_buf(), magic });
+            let magic = String::from_utf8_lossy(&magic[..n])
+                .escape_debug()
+                .to_string();
+            return Err(ModelError::NotGguf {
+                path: path.to_path_buf(),
+                magic,
+            });
         }
-        reader.seek(SeekFrom::Start(0)).map_err(ModelError::io(path))?;
-        let bad = |detail: String| ModelError::BadGguf { path: path.to_path_buf(), detail };
+        reader
+            .seek(SeekFrom::Start(0))
+            .map_err(ModelError::io(path))?;
+        let bad = |detail: String| ModelError::BadGguf {
+            path: path.to_path_buf(),
+            detail,
+        };
         let content = Content::read(&mut reader).map_err(|e| bad(e.to_string()))?;
         for (name, info) in &content.tensor_infos {
             let elems = info.shape.elem_count();
             let bytes = (elems / info.ggml_dtype.block_size() * info.ggml_dtype.type_size()) as u64;
             let end = content.tensor_data_offset + info.offset + bytes;
             if end > file_bytes {
-                return Err(bad(format!("tensor {name} ends at byte {end} but the file has {file_bytes}")));
+                return Err(bad(format!(
+                    "tensor {name} ends at byte {end} but the file has {file_bytes}"
+                )));
             }
         }
-        Ok(Self { path: path.to_path_buf(), content, file_bytes, reader })
+        Ok(Self {
+            path: path.to_path_buf(),
+            content,
+            file_bytes,
+            reader,
+        })
     }
 
     /// The metadata value under `key`, if present.
@@ -65,7 +82,12 @@ impl Gguf {
     /// A required unsigned integer value (any integer width).
     pub fn u64(&self, key: &str) -> Result<u64, ModelError> {
         let v = self.require(key)?;
-        value_u64(v).ok_or_else(|| self.invalid(key, format!("expected an integer, found {:?}", v.value_type())))
+        value_u64(v).ok_or_else(|| {
+            self.invalid(
+                key,
+                format!("expected an integer, found {:?}", v.value_type()),
+            )
+        })
     }
 
     /// An optional unsigned integer value.
@@ -75,7 +97,8 @@ impl Gguf {
 
     /// An optional float value.
     pub fn opt_f64(&self, key: &str) -> Option<f64> {
-        self.get(key).and_then(|v| v.to_f32().map(f64::from).or_else(|_| v.to_f64()).ok())
+        self.get(key)
+            .and_then(|v| v.to_f32().map(f64::from).or_else(|_| v.to_f64()).ok())
     }
 
     /// An optional boolean value.
@@ -85,7 +108,9 @@ impl Gguf {
 
     /// An optional array of strings.
     pub fn opt_strings(&self, key: &str) -> Result<Option<Vec<String>>, ModelError> {
-        let Some(v) = self.get(key) else { return Ok(None) };
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
         let arr = v.to_vec().map_err(|e| self.invalid(key, e))?;
         arr.iter()
             .map(|x| x.to_string().cloned().map_err(|e| self.invalid(key, e)))
@@ -95,7 +120,9 @@ impl Gguf {
 
     /// An optional array of integers.
     pub fn opt_ints(&self, key: &str) -> Result<Option<Vec<i64>>, ModelError> {
-        let Some(v) = self.get(key) else { return Ok(None) };
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
         let arr = v.to_vec().map_err(|e| self.invalid(key, e))?;
         arr.iter()
             .map(|x| value_i64(x).ok_or_else(|| self.invalid(key, "expected integers")))
@@ -106,9 +133,17 @@ impl Gguf {
     /// Reads tensor `name` onto `device`.
     pub fn tensor(&mut self, name: &str, device: &Device) -> Result<QTensor, ModelError> {
         if !self.content.tensor_infos.contains_key(name) {
-            return Err(ModelError::Invalid { path: self.path.clone(), detail: format!("tensor {name} is missing") });
+            return Err(ModelError::Invalid {
+                path: self.path.clone(),
+                detail: format!("tensor {name} is missing"),
+            });
         }
-        self.content.tensor(&mut self.reader, name, device).map_err(ModelError::candle(format!("{}: reading tensor {name}", self.path.display())))
+        self.content
+            .tensor(&mut self.reader, name, device)
+            .map_err(ModelError::candle(format!(
+                "{}: reading tensor {name}",
+                self.path.display()
+            )))
     }
 
     /// Whether the file has tensor `name`.
@@ -117,11 +152,17 @@ impl Gguf {
     }
 
     fn require(&self, key: &str) -> Result<&Value, ModelError> {
-        self.get(key).ok_or_else(|| ModelError::Invalid { path: self.path.clone(), detail: format!("metadata key {key} is missing") })
+        self.get(key).ok_or_else(|| ModelError::Invalid {
+            path: self.path.clone(),
+            detail: format!("metadata key {key} is missing"),
+        })
     }
 
     fn invalid(&self, key: &str, e: impl std::fmt::Display) -> ModelError {
-        ModelError::Invalid { path: self.path.clone(), detail: format!("metadata key {key}: {e}") }
+        ModelError::Invalid {
+            path: self.path.clone(),
+            detail: format!("metadata key {key}: {e}"),
+        }
     }
 }
 

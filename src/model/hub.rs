@@ -22,7 +22,10 @@ impl HubRef {
             Some((r, f)) => (r, Some(f.to_string())),
             None => (spec, None),
         };
-        (!repo.is_empty() && file.as_deref() != Some("")).then(|| Self { repo: repo.into(), file })
+        (!repo.is_empty() && file.as_deref() != Some("")).then(|| Self {
+            repo: repo.into(),
+            file,
+        })
     }
 }
 
@@ -51,8 +54,20 @@ mod tests {
 
     #[test]
     fn parses_repo_and_file() {
-        assert_eq!(HubRef::parse("Org/M:f.gguf"), Some(HubRef { repo: "Org/M".into(), file: Some("f.gguf".into()) }));
-        assert_eq!(HubRef::parse("Org/M"), Some(HubRef { repo: "Org/M".into(), file: None }));
+        assert_eq!(
+            HubRef::parse("Org/M:f.gguf"),
+            Some(HubRef {
+                repo: "Org/M".into(),
+                file: Some("f.gguf".into())
+            })
+        );
+        assert_eq!(
+            HubRef::parse("Org/M"),
+            Some(HubRef {
+                repo: "Org/M".into(),
+                file: None
+            })
+        );
         assert_eq!(HubRef::parse(""), None);
         assert_eq!(HubRef::parse("Org/M:"), None);
     }
@@ -71,6 +86,10 @@ mod tests {
         let snap = locate(&HubRef::parse("Org/M").unwrap(), dir.path()).unwrap();
         assert_eq!(snap, repo.join("snapshots/abc123"));
         let err = locate(&HubRef::parse("Org/M:missing.gguf").unwrap(), dir.path()).unwrap_err();
-        assert!(err.to_string().contains("huggingface-cli download Org/M missing.gguf"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("huggingface-cli download Org/M missing.gguf"),
+            "{err}"
+        );
     }
 }

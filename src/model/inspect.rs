@@ -57,13 +57,20 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
     let mut types = BTreeMap::new();
     let mut parameters = 0u64;
     for info in g.content.tensor_infos.values() {
-        *types.entry(format!("{:?}", info.ggml_dtype).to_lowercase()).or_insert(0) += 1;
+        *types
+            .entry(format!("{:?}", info.ggml_dtype).to_lowercase())
+            .or_insert(0) += 1;
         parameters += info.shape.elem_count() as u64;
     }
     let sha256 = sha256_file(path)?;
     let entry = manifest::manifest()?.by_sha256(&sha256).cloned();
-    let tokens = g.get("tokenizer.ggml.tokens").and_then(|v| v.to_vec().ok()).map(|v| v.len() as u64);
-    let template = g.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
+    let tokens = g
+        .get("tokenizer.ggml.tokens")
+        .and_then(|v| v.to_vec().ok())
+        .map(|v| v.len() as u64);
+    let template = g
+        .get("tokenizer.chat_template")
+        .and_then(|v| v.to_string().ok());
     Ok(ModelReport {
         path: ModelPath::Gguf(path.into()),
         tensor_count: g.content.tensor_infos.len(),
@@ -80,12 +87,23 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         hidden: g.opt_u64(&key("embedding_length")),
         ffn: g.opt_u64(&key("feed_forward_length")),
         vocab_size: g.opt_u64(&key("vocab_size")).or(tokens),
-        tokenizer: g.get("tokenizer.ggml.model").and_then(|v| v.to_string().ok()).cloned(),
-        tokenizer_pre: g.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok()).cloned(),
+        tokenizer: g
+            .get("tokenizer.ggml.model")
+            .and_then(|v| v.to_string().ok())
+            .cloned(),
+        tokenizer_pre: g
+            .get("tokenizer.ggml.pre")
+            .and_then(|v| v.to_string().ok())
+            .cloned(),
         bos_id: g.opt_u64("tokenizer.ggml.bos_token_id"),
         eos_id: g.opt_u64("tokenizer.ggml.eos_token_id"),
         add_bos: g.opt_bool("tokenizer.ggml.add_bos_token"),
-        chat_template: template.map(|t| t.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string()),
+        chat_template: template.map(|t| {
+            t.lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .to_string()
+        }),
         manifest_name: entry.as_ref().map(|e| e.name.clone()),
         license: entry.map(|e| e.license),
         architecture: arch,
@@ -97,25 +115,40 @@ pub fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
     let cfg = super::arch::LlamaConfig::from_hf_json(&dir.join("config.json"))?;
     let files = super::weights::safetensors_files(dir)?;
     // SAFETY: read-only mapping of files nobody truncates meanwhile.
-    let st = unsafe { candle_core::safetensors::MmapedSafetensors::multi(&files) }.map_err(ModelError::candle(format!("{}: opening safetensors", dir.display())))?;
+    let st = unsafe { candle_core::safetensors::MmapedSafetensors::multi(&files) }.map_err(
+        ModelError::candle(format!("{}: opening safetensors", dir.display())),
+    )?;
     let mut types = BTreeMap::new();
     let mut parameters = 0u64;
     let tensors = st.tensors();
     for (_, view) in &tensors {
-        *types.entry(format!("{:?}", view.dtype()).to_lowercase()).or_insert(0) += 1;
+        *types
+            .entry(format!("{:?}", view.dtype()).to_lowercase())
+            .or_insert(0) += 1;
         parameters += view.shape().iter().product::<usize>() as u64;
     }
-    let template = std::fs::read_to_string(dir.join("tokenizer_config.json")).ok().and_then(|t| {
-        let v: serde_json::Value = serde_json::from_str(&t).ok()?;
-        v["chat_template"].as_str().map(|s| s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string())
-    });
+    let template = std::fs::read_to_string(dir.join("tokenizer_config.json"))
+        .ok()
+        .and_then(|t| {
+            let v: serde_json::Value = serde_json::from_str(&t).ok()?;
+            v["chat_template"].as_str().map(|s| {
+                s.lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .to_string()
+            })
+        });
     Ok(ModelReport {
         path: ModelPath::Safetensors(dir.into()),
         architecture: cfg.arch.clone(),
         parameters,
         tensor_count: tensors.len(),
         tensor_types: types,
-        file_bytes: files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum(),
+        file_bytes: files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum(),
         sha256: None,
         context_length: Some(cfg.context_length as u64),
         rope_theta: Some(cfg.rope_theta),
@@ -126,7 +159,10 @@ pub fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
         hidden: Some(cfg.hidden as u64),
         ffn: Some(cfg.ffn as u64),
         vocab_size: Some(cfg.vocab as u64),
-        tokenizer: dir.join("tokenizer.json").exists().then(|| "tokenizer.json".to_string()),
+        tokenizer: dir
+            .join("tokenizer.json")
+            .exists()
+            .then(|| "tokenizer.json".to_string()),
         tokenizer_pre: None,
         bos_id: None,
         eos_id: None,

@@ -24,7 +24,11 @@ pub struct Linear {
 
 impl Linear {
     /// From a GGUF tensor, kept quantized (`Q`) or dequantized to the dense dtype asked for.
-    pub fn from_qtensor(q: QTensor, dtype: WeightDType, device: &Device) -> candle_core::Result<Self> {
+    pub fn from_qtensor(
+        q: QTensor,
+        dtype: WeightDType,
+        device: &Device,
+    ) -> candle_core::Result<Self> {
         let weight = match dense_dtype(dtype) {
             None => Weight::Quant(QMatMul::from_qtensor(q)?),
             Some(dt) => Weight::Dense(q.dequantize(device)?.to_dtype(dt)?),
@@ -38,7 +42,10 @@ impl Linear {
             None => w,
             Some(dt) => w.to_dtype(dt)?,
         };
-        Ok(Self { weight: Weight::Dense(w), bias: None })
+        Ok(Self {
+            weight: Weight::Dense(w),
+            bias: None,
+        })
     }
 
     /// Adds a bias `[out]` (kept f32).
@@ -52,7 +59,10 @@ impl Linear {
         let y = match &self.weight {
             Weight::Quant(q) => q.forward(x)?,
             Weight::Dense(w) if w.dtype() == DType::F32 => x.matmul(&w.t()?)?,
-            Weight::Dense(w) => x.to_dtype(w.dtype())?.matmul(&w.t()?)?.to_dtype(DType::F32)?,
+            Weight::Dense(w) => x
+                .to_dtype(w.dtype())?
+                .matmul(&w.t()?)?
+                .to_dtype(DType::F32)?,
         };
         match &self.bias {
             Some(b) => y.broadcast_add(b),
@@ -64,9 +74,9 @@ impl Linear {
     pub fn storage(&self) -> String {
         match &self.weight {
             Weight::Quant(QMatMul::QTensor(q)) => format!("{:?}", q.dtype()).to_lowercase(),
-            Weight::Quant(QMatMul::Tensor(t)) | Weight::Quant(QMatMul::TensorF16(t)) | Weight::Dense(t) => {
-                format!("dense {:?}", t.dtype()).to_lowercase()
-            }
+            Weight::Quant(QMatMul::Tensor(t))
+            | Weight::Quant(QMatMul::TensorF16(t))
+            | Weight::Dense(t) => format!("dense {:?}", t.dtype()).to_lowercase(),
         }
     }
 }

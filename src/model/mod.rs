@@ -62,9 +62,16 @@ pub fn resolve(cfg: &ModelConfig) -> Result<ModelPath, ModelError> {
         return Ok(ModelPath::Gguf(m.ensure(&cfg.cache_dir)?));
     }
     if spec.contains('/') || spec.ends_with(".gguf") {
-        return Err(ModelError::Io { path: path.to_path_buf(), source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory") });
+        return Err(ModelError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"),
+        });
     }
-    Err(ConfigError::UnknownModel { name: spec.into(), known: manifest.known() }.into())
+    Err(ConfigError::UnknownModel {
+        name: spec.into(),
+        known: manifest.known(),
+    }
+    .into())
 }
 
 fn classify(path: PathBuf) -> ModelPath {
@@ -96,38 +103,67 @@ pub fn load(cfg: &ModelConfig) -> Result<Loaded, ModelError> {
         ModelPath::Gguf(p) => load_gguf(p, cfg, &device)?,
         ModelPath::Safetensors(p) => load_dir(p, cfg, &device)?,
     };
-    device.synchronize().map_err(ModelError::candle("synchronizing the device after load"))?;
+    device
+        .synchronize()
+        .map_err(ModelError::candle("synchronizing the device after load"))?;
     loaded.load_time = start.elapsed();
     loaded.path = path;
     Ok(loaded)
 }
 
-fn load_gguf(path: &Path, cfg: &ModelConfig, device: &candle_core::Device) -> Result<Loaded, ModelError> {
+fn load_gguf(
+    path: &Path,
+    cfg: &ModelConfig,
+    device: &candle_core::Device,
+) -> Result<Loaded, ModelError> {
     let _span = tracing::info_span!("load_gguf").entered();
     let mut g = Gguf::open(path)?;
     let arch = arch::LlamaConfig::from_gguf(&g)?;
     let tokenizer = Tokenizer::from_gguf(&g)?;
-    let chat = match g.get("tokenizer.chat_template").and_then(|v| v.to_string().ok()) {
+    let chat = match g
+        .get("tokenizer.chat_template")
+        .and_then(|v| v.to_string().ok())
+    {
         Some(src) => Some(chat_template(path, src, &tokenizer)?),
         None => None,
     };
     let file_bytes = g.file_bytes;
-    let mut src = weights::GgufSource { gguf: &mut g, device: device.clone() };
+    let mut src = weights::GgufSource {
+        gguf: &mut g,
+        device: device.clone(),
+    };
     let model = Llama::load(arch, &mut src, cfg.dtype)?;
-    Ok(Loaded { model, tokenizer, chat, path: ModelPath::Gguf(path.into()), load_time: Duration::ZERO, file_bytes })
+    Ok(Loaded {
+        model,
+        tokenizer,
+        chat,
+        path: ModelPath::Gguf(path.into()),
+        load_time: Duration::ZERO,
+        file_bytes,
+    })
 }
 
-fn load_dir(dir: &Path, cfg: &ModelConfig, device: &candle_core::Device) -> Result<Loaded, ModelError> {
+fn load_dir(
+    dir: &Path,
+    cfg: &ModelConfig,
+    device: &candle_core::Device,
+) -> Result<Loaded, ModelError> {
     let _span = tracing::info_span!("load_safetensors").entered();
     let config_path = dir.join("config.json");
     if !config_path.exists() {
-        return Err(ModelError::Invalid { path: dir.into(), detail: "a model directory needs config.json, tokenizer.json and *.safetensors".into() });
+        return Err(ModelError::Invalid {
+            path: dir.into(),
+            detail: "a model directory needs config.json, tokenizer.json and *.safetensors".into(),
+        });
     }
     let arch = arch::LlamaConfig::from_hf_json(&config_path)?;
     let ids = special_ids(&config_path)?;
     let tok_path = dir.join("tokenizer.json");
     if !tok_path.exists() {
-        return Err(ModelError::NoTokenizer { path: dir.into(), detail: "tokenizer.json is missing".into() });
+        return Err(ModelError::NoTokenizer {
+            path: dir.into(),
+            detail: "tokenizer.json is missing".into(),
+        });
     }
     let tokenizer = Tokenizer::from_file(&tok_path, ids.0, ids.1)?;
     let chat = match read_chat_template(dir)? {
@@ -135,24 +171,52 @@ fn load_dir(dir: &Path, cfg: &ModelConfig, device: &candle_core::Device) -> Resu
         None => None,
     };
     let files = weights::safetensors_files(dir)?;
-    let file_bytes = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+    let file_bytes = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
     let mut src = weights::SafetensorsSource::open(dir, device)?;
     let model = Llama::load(arch, &mut src, cfg.dtype)?;
-    Ok(Loaded { model, tokenizer, chat, path: ModelPath::Safetensors(dir.into()), load_time: Duration::ZERO, file_bytes })
+    Ok(Loaded {
+        model,
+        tokenizer,
+        chat,
+        path: ModelPath::Safetensors(dir.into()),
+        load_time: Duration::ZERO,
+        file_bytes,
+    })
 }
 
 fn chat_template(path: &Path, src: &str, tok: &Tokenizer) -> Result<ChatTemplate, ModelError> {
-    let name = |id: Option<u32>| id.and_then(|i| tok.inner().id_to_token(i)).unwrap_or_default();
-    ChatTemplate::new(src, &name(tok.info.bos_id), &name(tok.info.eos_id)).map_err(|detail| ModelError::Invalid { path: path.into(), detail })
+    let name = |id: Option<u32>| {
+        id.and_then(|i| tok.inner().id_to_token(i))
+            .unwrap_or_default()
+    };
+    ChatTemplate::new(src, &name(tok.info.bos_id), &name(tok.info.eos_id)).map_err(|detail| {
+        ModelError::Invalid {
+            path: path.into(),
+            detail,
+        }
+    })
 }
 
 /// `bos_token_id` and `eos_token_id` of a `config.json` (the first id when a list).
 fn special_ids(config: &Path) -> Result<(Option<u32>, Option<u32>), ModelError> {
     let text = std::fs::read_to_string(config).map_err(ModelError::io(config))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ModelError::Invalid { path: config.into(), detail: e.to_string() })?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ModelError::Invalid {
+        path: config.into(),
+        detail: e.to_string(),
+    })?;
     let id = |key: &str| {
         let x = &v[key];
-        x.as_u64().or_else(|| x.as_array().and_then(|a| a.first()).and_then(|f| f.as_u64())).map(|i| i as u32)
+        x.as_u64()
+            .or_else(|| {
+                x.as_array()
+                    .and_then(|a| a.first())
+                    .and_then(|f| f.as_u64())
+            })
+            .map(|i| i as u32)
     };
     Ok((id("bos_token_id"), id("eos_token_id")))
 }
@@ -160,7 +224,12 @@ fn special_ids(config: &Path) -> Result<(Option<u32>, Option<u32>), ModelError> 
 /// `chat_template` from `tokenizer_config.json`, when it is a plain string.
 fn read_chat_template(dir: &Path) -> Result<Option<String>, ModelError> {
     let path = dir.join("tokenizer_config.json");
-    let Ok(text) = std::fs::read_to_string(&path) else { return Ok(None) };
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ModelError::Invalid { path: path.clone(), detail: e.to_string() })?;
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ModelError::Invalid {
+        path: path.clone(),
+        detail: e.to_string(),
+    })?;
     Ok(v["chat_template"].as_str().map(str::to_string))
 }

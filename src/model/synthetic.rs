@@ -18,7 +18,14 @@ use super::weights::Names;
 /// The ChatML template the synthetic models carry.
 pub const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 const SPECIAL: [&str; 3] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
-const MERGES: [(&str, &str); 6] = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"), ("o", "n")];
+const MERGES: [(&str, &str); 6] = [
+    ("Ġ", "t"),
+    ("h", "e"),
+    ("Ġt", "he"),
+    ("i", "n"),
+    ("Ġ", "a"),
+    ("o", "n"),
+];
 
 /// Shape and storage of a synthetic model.
 #[derive(Debug, Clone)]
@@ -42,7 +49,19 @@ pub struct Spec {
 
 impl Default for Spec {
     fn default() -> Self {
-        Self { hidden: 64, ffn: 128, layers: 2, heads: 4, kv_heads: 2, context: 256, quant: GgmlDType::Q8_0, tied: false, seed: 1, arch: "llama".into(), tokenizer: true }
+        Self {
+            hidden: 64,
+            ffn: 128,
+            layers: 2,
+            heads: 4,
+            kv_heads: 2,
+            context: 256,
+            quant: GgmlDType::Q8_0,
+            tied: false,
+            seed: 1,
+            arch: "llama".into(),
+            tokenizer: true,
+        }
     }
 }
 
@@ -63,7 +82,10 @@ pub fn vocab() -> (Vec<String>, Vec<String>, Vec<i64>) {
 
 /// GPT-2's byte → printable character table.
 fn byte_chars() -> Vec<char> {
-    let mut bs: Vec<u32> = (b'!' as u32..=b'~' as u32).chain(0xA1..=0xAC).chain(0xAE..=0xFF).collect();
+    let mut bs: Vec<u32> = (b'!' as u32..=b'~' as u32)
+        .chain(0xA1..=0xAC)
+        .chain(0xAE..=0xFF)
+        .collect();
     let mut cs = bs.clone();
     let mut n = 0;
     for b in 0..256u32 {
@@ -89,14 +111,28 @@ fn tensors(spec: &Spec, names: &Names) -> Vec<(String, Vec<f32>, (usize, usize))
     let mut out = Vec::new();
     let mut mat = |name: String, rows: usize, cols: usize, rng: &mut StdRng| {
         let s = 1.0 / (cols as f32).sqrt();
-        out.push((name, (0..rows * cols).map(|_| rng.random_range(-s..s) * 1.7).collect(), (rows, cols)));
+        out.push((
+            name,
+            (0..rows * cols)
+                .map(|_| rng.random_range(-s..s) * 1.7)
+                .collect(),
+            (rows, cols),
+        ));
     };
     mat(names.embed().into(), vocab, h, &mut rng);
     if !spec.tied {
         mat(names.head().into(), vocab, h, &mut rng);
     }
     for i in 0..spec.layers {
-        for (part, rows, cols) in [("q", h, h), ("k", kv, h), ("v", kv, h), ("o", h, h), ("gate", f, h), ("up", f, h), ("down", h, f)] {
+        for (part, rows, cols) in [
+            ("q", h, h),
+            ("k", kv, h),
+            ("v", kv, h),
+            ("o", h, h),
+            ("gate", f, h),
+            ("up", f, h),
+            ("down", h, f),
+        ] {
             mat(names.layer(i, part, "weight"), rows, cols, &mut rng);
         }
     }
@@ -106,7 +142,11 @@ fn tensors(spec: &Spec, names: &Names) -> Vec<(String, Vec<f32>, (usize, usize))
         norms.push(names.layer(i, "ffn_norm", "weight"));
     }
     for name in norms {
-        out.push((name, (0..h).map(|_| 1.0 + rng.random_range(-0.2..0.2)).collect(), (1, h)));
+        out.push((
+            name,
+            (0..h).map(|_| 1.0 + rng.random_range(-0.2..0.2)).collect(),
+            (1, h),
+        ));
     }
     out
 }
@@ -130,12 +170,18 @@ pub fn write_gguf(path: &Path, spec: &Spec) -> candle_core::Result<()> {
     let key = |k: &str| format!("{a}.{k}");
     let mut meta: Vec<(String, Value)> = vec![
         ("general.architecture".into(), Value::String(a.into())),
-        ("general.name".into(), Value::String("tokfire-synthetic".into())),
+        (
+            "general.name".into(),
+            Value::String("tokfire-synthetic".into()),
+        ),
         (key("embedding_length"), Value::U32(spec.hidden as u32)),
         (key("feed_forward_length"), Value::U32(spec.ffn as u32)),
         (key("block_count"), Value::U32(spec.layers as u32)),
         (key("attention.head_count"), Value::U32(spec.heads as u32)),
-        (key("attention.head_count_kv"), Value::U32(spec.kv_heads as u32)),
+        (
+            key("attention.head_count_kv"),
+            Value::U32(spec.kv_heads as u32),
+        ),
         (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
         (key("rope.freq_base"), Value::F32(10_000.0)),
         (key("rope.dimension_count"), Value::U32(hd as u32)),
@@ -147,11 +193,17 @@ pub fn write_gguf(path: &Path, spec: &Spec) -> candle_core::Result<()> {
             ("tokenizer.ggml.pre".into(), Value::String("smollm".into())),
             ("tokenizer.ggml.tokens".into(), strs(tokens)),
             ("tokenizer.ggml.merges".into(), strs(merges)),
-            ("tokenizer.ggml.token_type".into(), Value::Array(types.into_iter().map(|t| Value::I32(t as i32)).collect())),
+            (
+                "tokenizer.ggml.token_type".into(),
+                Value::Array(types.into_iter().map(|t| Value::I32(t as i32)).collect()),
+            ),
             ("tokenizer.ggml.bos_token_id".into(), Value::U32(1)),
             ("tokenizer.ggml.eos_token_id".into(), Value::U32(2)),
             ("tokenizer.ggml.add_bos_token".into(), Value::Bool(false)),
-            ("tokenizer.chat_template".into(), Value::String(CHATML.into())),
+            (
+                "tokenizer.chat_template".into(),
+                Value::String(CHATML.into()),
+            ),
         ]);
     }
     let meta_refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (k.as_str(), v)).collect();
@@ -166,7 +218,11 @@ pub fn write_safetensors_dir(dir: &Path, spec: &Spec) -> candle_core::Result<()>
     let dev = Device::Cpu;
     let mut map = HashMap::new();
     for (name, data, (rows, cols)) in tensors(spec, &Names::Hf) {
-        let t = if rows == 1 { Tensor::from_vec(data, cols, &dev)? } else { Tensor::from_vec(data, (rows, cols), &dev)? };
+        let t = if rows == 1 {
+            Tensor::from_vec(data, cols, &dev)?
+        } else {
+            Tensor::from_vec(data, (rows, cols), &dev)?
+        };
         map.insert(name, t);
     }
     candle_core::safetensors::save(&map, dir.join("model.safetensors"))?;
@@ -186,9 +242,17 @@ pub fn write_safetensors_dir(dir: &Path, spec: &Spec) -> candle_core::Result<()>
         "bos_token_id": 1,
         "eos_token_id": 2,
     });
-    std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&config).expect("json value serialises"))?;
-    std::fs::write(dir.join("tokenizer_config.json"), serde_json::json!({ "chat_template": CHATML }).to_string())?;
-    let tok = build_bpe(&tokens, &merges, &types, Some("smollm")).map_err(candle_core::Error::msg)?;
-    tok.save(dir.join("tokenizer.json"), false).map_err(candle_core::Error::msg)?;
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::to_string_pretty(&config).expect("json value serialises"),
+    )?;
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        serde_json::json!({ "chat_template": CHATML }).to_string(),
+    )?;
+    let tok =
+        build_bpe(&tokens, &merges, &types, Some("smollm")).map_err(candle_core::Error::msg)?;
+    tok.save(dir.join("tokenizer.json"), false)
+        .map_err(candle_core::Error::msg)?;
     Ok(())
 }

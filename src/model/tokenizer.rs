@@ -46,22 +46,41 @@ pub struct Tokenizer {
 impl Tokenizer {
     /// Builds the tokenizer described by a GGUF file's metadata.
     pub fn from_gguf(gguf: &Gguf) -> Result<Self, ModelError> {
-        let no_tok = |detail: &str| ModelError::NoTokenizer { path: gguf.path.clone(), detail: detail.into() };
-        let model = gguf.get("tokenizer.ggml.model").ok_or_else(|| no_tok("metadata key tokenizer.ggml.model is missing"))?;
-        let model = model.to_string().map_err(|_| no_tok("tokenizer.ggml.model is not a string"))?.clone();
+        let no_tok = |detail: &str| ModelError::NoTokenizer {
+            path: gguf.path.clone(),
+            detail: detail.into(),
+        };
+        let model = gguf
+            .get("tokenizer.ggml.model")
+            .ok_or_else(|| no_tok("metadata key tokenizer.ggml.model is missing"))?;
+        let model = model
+            .to_string()
+            .map_err(|_| no_tok("tokenizer.ggml.model is not a string"))?
+            .clone();
         if model != "gpt2" {
             return Err(ModelError::Invalid {
                 path: gguf.path.clone(),
                 detail: format!("tokenizer.ggml.model = '{model}' is not supported yet (only gpt2 byte-level BPE)"),
             });
         }
-        let tokens = gguf.opt_strings("tokenizer.ggml.tokens")?.ok_or_else(|| no_tok("tokenizer.ggml.tokens is missing"))?;
-        let merges = gguf.opt_strings("tokenizer.ggml.merges")?.ok_or_else(|| no_tok("tokenizer.ggml.merges is missing"))?;
-        let types = gguf.opt_ints("tokenizer.ggml.token_type")?.unwrap_or_default();
-        let pre = gguf.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok()).cloned();
-        let inner = build_bpe(&tokens, &merges, &types, pre.as_deref()).map_err(|e| ModelError::Invalid {
-            path: gguf.path.clone(),
-            detail: format!("building the BPE tokenizer: {e}"),
+        let tokens = gguf
+            .opt_strings("tokenizer.ggml.tokens")?
+            .ok_or_else(|| no_tok("tokenizer.ggml.tokens is missing"))?;
+        let merges = gguf
+            .opt_strings("tokenizer.ggml.merges")?
+            .ok_or_else(|| no_tok("tokenizer.ggml.merges is missing"))?;
+        let types = gguf
+            .opt_ints("tokenizer.ggml.token_type")?
+            .unwrap_or_default();
+        let pre = gguf
+            .get("tokenizer.ggml.pre")
+            .and_then(|v| v.to_string().ok())
+            .cloned();
+        let inner = build_bpe(&tokens, &merges, &types, pre.as_deref()).map_err(|e| {
+            ModelError::Invalid {
+                path: gguf.path.clone(),
+                detail: format!("building the BPE tokenizer: {e}"),
+            }
         })?;
         let id = |key: &str| gguf.opt_u64(key).map(|x| x as u32);
         let info = TokenizerInfo {
@@ -71,15 +90,23 @@ impl Tokenizer {
             bos_id: id("tokenizer.ggml.bos_token_id"),
             eos_id: id("tokenizer.ggml.eos_token_id"),
             pad_id: id("tokenizer.ggml.padding_token_id"),
-            add_bos: gguf.opt_bool("tokenizer.ggml.add_bos_token").unwrap_or(false),
+            add_bos: gguf
+                .opt_bool("tokenizer.ggml.add_bos_token")
+                .unwrap_or(false),
         };
         Ok(Self { inner, info })
     }
 
     /// Loads `tokenizer.json`; special ids come from the model's config (`bos`, `eos`).
-    pub fn from_file(path: &Path, bos_id: Option<u32>, eos_id: Option<u32>) -> Result<Self, ModelError> {
-        let inner = tokenizers::Tokenizer::from_file(path)
-            .map_err(|e| ModelError::Invalid { path: path.to_path_buf(), detail: format!("cannot load tokenizer: {e}") })?;
+    pub fn from_file(
+        path: &Path,
+        bos_id: Option<u32>,
+        eos_id: Option<u32>,
+    ) -> Result<Self, ModelError> {
+        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| ModelError::Invalid {
+            path: path.to_path_buf(),
+            detail: format!("cannot load tokenizer: {e}"),
+        })?;
         let info = TokenizerInfo {
             kind: "tokenizer.json".into(),
             pre: None,
@@ -100,7 +127,10 @@ impl Tokenizer {
     /// Encodes text; special-token strings (e.g. `<|im_start|>`) become their ids; a BOS is put
     /// first when the model asks for one.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
-        let enc = self.inner.encode(text, false).map_err(|e| self.error("encoding", e))?;
+        let enc = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| self.error("encoding", e))?;
         let mut ids = Vec::with_capacity(enc.len() + 1);
         if let (true, Some(bos)) = (self.info.add_bos, self.info.bos_id) {
             ids.push(bos);
@@ -111,7 +141,9 @@ impl Tokenizer {
 
     /// Decodes ids to text, keeping special tokens.
     pub fn decode(&self, ids: &[u32]) -> Result<String, ModelError> {
-        self.inner.decode(ids, false).map_err(|e| self.error("decoding", e))
+        self.inner
+            .decode(ids, false)
+            .map_err(|e| self.error("decoding", e))
     }
 
     /// The id of a token string, if it is in the vocabulary.
@@ -125,18 +157,37 @@ impl Tokenizer {
     }
 
     fn error(&self, what: &str, e: impl std::fmt::Display) -> ModelError {
-        ModelError::Invalid { path: "tokenizer".into(), detail: format!("{what}: {e}") }
+        ModelError::Invalid {
+            path: "tokenizer".into(),
+            detail: format!("{what}: {e}"),
+        }
     }
 }
 
 /// Byte-level BPE from vocab, merges and token types, as llama.cpp tokenizes `gpt2` models.
-pub fn build_bpe(tokens: &[String], merges: &[String], types: &[i64], pre: Option<&str>) -> Result<tokenizers::Tokenizer, String> {
-    let vocab: Vocab = tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
+pub fn build_bpe(
+    tokens: &[String],
+    merges: &[String],
+    types: &[i64],
+    pre: Option<&str>,
+) -> Result<tokenizers::Tokenizer, String> {
+    let vocab: Vocab = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i as u32))
+        .collect();
     let merges = merges
         .iter()
-        .map(|m| m.split_once(' ').map(|(a, b)| (a.to_string(), b.to_string())).ok_or_else(|| format!("merge '{m}' has no space")))
+        .map(|m| {
+            m.split_once(' ')
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .ok_or_else(|| format!("merge '{m}' has no space"))
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(|e| e.to_string())?;
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .build()
+        .map_err(|e| e.to_string())?;
     let mut tok = tokenizers::Tokenizer::new(bpe);
     tok.with_pre_tokenizer(Some(pre_tokenizer(pre)));
     tok.with_decoder(Some(ByteLevel::default()));

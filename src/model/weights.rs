@@ -84,11 +84,13 @@ impl WeightSource for GgufSource<'_> {
     }
     fn linear(&mut self, name: &str, dtype: WeightDType) -> Result<Linear, ModelError> {
         let q = self.gguf.tensor(name, &self.device)?;
-        Linear::from_qtensor(q, dtype, &self.device).map_err(ModelError::candle(format!("building {name}")))
+        Linear::from_qtensor(q, dtype, &self.device)
+            .map_err(ModelError::candle(format!("building {name}")))
     }
     fn dense(&mut self, name: &str) -> Result<Tensor, ModelError> {
         let q = self.gguf.tensor(name, &self.device)?;
-        q.dequantize(&self.device).map_err(ModelError::candle(format!("dequantizing {name}")))
+        q.dequantize(&self.device)
+            .map_err(ModelError::candle(format!("dequantizing {name}")))
     }
     fn device(&self) -> &Device {
         &self.device
@@ -107,15 +109,29 @@ impl SafetensorsSource {
     pub fn open(dir: &Path, device: &Device) -> Result<Self, ModelError> {
         let files = safetensors_files(dir)?;
         // SAFETY: the files are only read; like every mmap, they must not be truncated meanwhile.
-        let st = unsafe { MmapedSafetensors::multi(&files) }.map_err(ModelError::candle(format!("{}: opening safetensors", dir.display())))?;
-        Ok(Self { st, dir: dir.to_path_buf(), device: device.clone() })
+        let st = unsafe { MmapedSafetensors::multi(&files) }.map_err(ModelError::candle(
+            format!("{}: opening safetensors", dir.display()),
+        ))?;
+        Ok(Self {
+            st,
+            dir: dir.to_path_buf(),
+            device: device.clone(),
+        })
     }
 
     fn load(&self, name: &str) -> Result<Tensor, ModelError> {
         if !self.has(name) {
-            return Err(ModelError::Invalid { path: self.dir.clone(), detail: format!("tensor {name} is missing") });
+            return Err(ModelError::Invalid {
+                path: self.dir.clone(),
+                detail: format!("tensor {name} is missing"),
+            });
         }
-        self.st.load(name, &self.device).map_err(ModelError::candle(format!("{}: loading {name}", self.dir.display())))
+        self.st
+            .load(name, &self.device)
+            .map_err(ModelError::candle(format!(
+                "{}: loading {name}",
+                self.dir.display()
+            )))
     }
 }
 
@@ -131,7 +147,9 @@ impl WeightSource for SafetensorsSource {
         Linear::from_dense(t, dtype).map_err(ModelError::candle(format!("building {name}")))
     }
     fn dense(&mut self, name: &str) -> Result<Tensor, ModelError> {
-        self.load(name)?.to_dtype(DType::F32).map_err(ModelError::candle(format!("converting {name}")))
+        self.load(name)?
+            .to_dtype(DType::F32)
+            .map_err(ModelError::candle(format!("converting {name}")))
     }
     fn device(&self) -> &Device {
         &self.device
@@ -147,7 +165,10 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, ModelError> {
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(ModelError::Invalid { path: dir.to_path_buf(), detail: "no *.safetensors files in this directory".into() });
+        return Err(ModelError::Invalid {
+            path: dir.to_path_buf(),
+            detail: "no *.safetensors files in this directory".into(),
+        });
     }
     Ok(files)
 }

@@ -20,7 +20,10 @@ pub fn text(ctx: &ClockContext, g: &Generation) -> String {
     let ms: Vec<f64> = g.steps.iter().map(|s| s.as_secs_f64() * 1e3).collect();
     let steady = stats::median(ms.get(1..).unwrap_or(&[]));
     let warm = match (ms.first(), steady) {
-        (Some(first), Some(med)) => format!("first decode step {first:.1} ms, steady median {med:.1} ms → {:+.1} ms", first - med),
+        (Some(first), Some(med)) => format!(
+            "first decode step {first:.1} ms, steady median {med:.1} ms → {:+.1} ms",
+            first - med
+        ),
         _ => "n/a (needs at least 2 decode steps)".into(),
     };
     let prefill_rate = g.prompt_tokens as f64 / g.prefill.as_secs_f64().max(1e-9);

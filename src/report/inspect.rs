@@ -14,42 +14,103 @@ pub fn text(r: &ModelReport) -> String {
         ModelPath::Gguf(p) => ("gguf", p),
         ModelPath::Safetensors(p) => ("safetensors", p),
     };
-    let mut line = |k: &str, v: String| writeln!(s, "{k:<14}{v}").expect("writing to a String cannot fail");
+    let mut line =
+        |k: &str, v: String| writeln!(s, "{k:<14}{v}").expect("writing to a String cannot fail");
     line("model", format!("{} ({format})", path.display()));
     if let Some(name) = &r.manifest_name {
-        line("manifest", format!("{name}, licence {}", r.license.as_deref().unwrap_or("?")));
+        line(
+            "manifest",
+            format!("{name}, licence {}", r.license.as_deref().unwrap_or("?")),
+        );
     }
     line("architecture", r.architecture.clone());
-    line("parameters", format!("{:.1} M ({})", r.parameters as f64 / 1e6, r.parameters));
-    let types: Vec<String> = r.tensor_types.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
-    line("tensors", format!("{}: {}", r.tensor_count, types.join(", ")));
-    line("file", format!("{} ({} bytes)", super::bytes(r.file_bytes), r.file_bytes));
+    line(
+        "parameters",
+        format!("{:.1} M ({})", r.parameters as f64 / 1e6, r.parameters),
+    );
+    let types: Vec<String> = r
+        .tensor_types
+        .iter()
+        .map(|(t, n)| format!("{t} ×{n}"))
+        .collect();
+    line(
+        "tensors",
+        format!("{}: {}", r.tensor_count, types.join(", ")),
+    );
+    line(
+        "file",
+        format!("{} ({} bytes)", super::bytes(r.file_bytes), r.file_bytes),
+    );
     if let Some(sha) = &r.sha256 {
         line("sha256", sha.clone());
     }
     line(
         "shape",
-        format!("{} layers, hidden {}, ffn {}, {} heads / {} kv heads", opt(r.layers), opt(r.hidden), opt(r.ffn), opt(r.heads), opt(r.kv_heads)),
+        format!(
+            "{} layers, hidden {}, ffn {}, {} heads / {} kv heads",
+            opt(r.layers),
+            opt(r.hidden),
+            opt(r.ffn),
+            opt(r.heads),
+            opt(r.kv_heads)
+        ),
     );
-    let theta = r.rope_theta.map(|t| t.to_string()).unwrap_or_else(|| "?".into());
-    line("context", format!("{} tokens; rope theta {theta}, dim {}", opt(r.context_length), opt(r.rope_dim)));
+    let theta = r
+        .rope_theta
+        .map(|t| t.to_string())
+        .unwrap_or_else(|| "?".into());
+    line(
+        "context",
+        format!(
+            "{} tokens; rope theta {theta}, dim {}",
+            opt(r.context_length),
+            opt(r.rope_dim)
+        ),
+    );
     line("vocab", opt(r.vocab_size));
-    let pre = r.tokenizer_pre.as_deref().map(|p| format!(" (pre {p})")).unwrap_or_default();
-    let add_bos = r.add_bos.map(|b| b.to_string()).unwrap_or_else(|| "?".into());
+    let pre = r
+        .tokenizer_pre
+        .as_deref()
+        .map(|p| format!(" (pre {p})"))
+        .unwrap_or_default();
+    let add_bos = r
+        .add_bos
+        .map(|b| b.to_string())
+        .unwrap_or_else(|| "?".into());
     line(
         "tokenizer",
-        format!("{}{pre}, bos {}, eos {}, add_bos {add_bos}", r.tokenizer.as_deref().unwrap_or("none"), opt(r.bos_id), opt(r.eos_id)),
+        format!(
+            "{}{pre}, bos {}, eos {}, add_bos {add_bos}",
+            r.tokenizer.as_deref().unwrap_or("none"),
+            opt(r.bos_id),
+            opt(r.eos_id)
+        ),
     );
-    line("chat template", r.chat_template.as_ref().map(|l| format!("yes: {}", truncate(l, 64))).unwrap_or_else(|| "no".into()));
+    line(
+        "chat template",
+        r.chat_template
+            .as_ref()
+            .map(|l| format!("yes: {}", truncate(l, 64)))
+            .unwrap_or_else(|| "no".into()),
+    );
     s
 }
 
 /// Token ids of an encoded text: `[1, 2, 3]` then one `id -> 'piece'` line each, or JSON.
 pub fn token_ids(tok: &Tokenizer, ids: &[u32], json: bool) -> anyhow::Result<String> {
-    let pieces: Vec<String> = ids.iter().map(|&i| tok.decode(&[i])).collect::<Result<_, _>>()?;
+    let pieces: Vec<String> = ids
+        .iter()
+        .map(|&i| tok.decode(&[i]))
+        .collect::<Result<_, _>>()?;
     if json {
-        let items: Vec<_> = ids.iter().zip(&pieces).map(|(i, p)| serde_json::json!({ "id": i, "piece": p })).collect();
-        return Ok(serde_json::to_string_pretty(&serde_json::json!({ "ids": ids, "tokens": items }))?);
+        let items: Vec<_> = ids
+            .iter()
+            .zip(&pieces)
+            .map(|(i, p)| serde_json::json!({ "id": i, "piece": p }))
+            .collect();
+        return Ok(serde_json::to_string_pretty(
+            &serde_json::json!({ "ids": ids, "tokens": items }),
+        )?);
     }
     let mut s = format!("{ids:?}");
     for (i, p) in ids.iter().zip(&pieces) {

@@ -15,11 +15,15 @@ use tokfire::model::{self, Loaded};
 pub fn default_model_path() -> PathBuf {
     let m = tokfire::model::manifest::manifest().unwrap();
     let entry = m.get(&m.default).unwrap();
-    entry.ensure(&cache_dir()).expect("fetching the default model (models/fetch) failed")
+    entry
+        .ensure(&cache_dir())
+        .expect("fetching the default model (models/fetch) failed")
 }
 
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("TOKFIRE_CACHE").map(PathBuf::from).unwrap_or_else(tokfire::config::default_cache_dir)
+    std::env::var_os("TOKFIRE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(tokfire::config::default_cache_dir)
 }
 
 pub fn model_config(path: &Path, dtype: WeightDType) -> ModelConfig {
@@ -39,7 +43,15 @@ pub fn load(path: &Path, dtype: WeightDType) -> Loaded {
 /// A synthetic GGUF in `dir` (Q8_0 matrices, separate head unless `tied`).
 pub fn synthetic_gguf(dir: &Path, quant: GgmlDType, tied: bool) -> PathBuf {
     let path = dir.join(format!("tiny-{quant:?}-{tied}.gguf"));
-    synthetic::write_gguf(&path, &Spec { quant, tied, ..Spec::default() }).unwrap();
+    synthetic::write_gguf(
+        &path,
+        &Spec {
+            quant,
+            tied,
+            ..Spec::default()
+        },
+    )
+    .unwrap();
     path
 }
 
@@ -52,7 +64,17 @@ pub struct Trace {
 
 /// Greedy generation of `n` tokens for one sequence alone.
 pub fn solo(model: &Llama, prompt: &[u32], n: usize) -> Trace {
-    batched(model, &[Plan { prompt: prompt.to_vec(), start: 0, chunk: usize::MAX }], n).pop().unwrap()
+    batched(
+        model,
+        &[Plan {
+            prompt: prompt.to_vec(),
+            start: 0,
+            chunk: usize::MAX,
+        }],
+        n,
+    )
+    .pop()
+    .unwrap()
 }
 
 /// How one sequence enters a batched run: at which step, with what prefill chunk size.
@@ -65,11 +87,16 @@ pub struct Plan {
 
 /// Greedy generation for several sequences sharing each forward step.
 pub fn batched(model: &Llama, plans: &[Plan], n: usize) -> Vec<Trace> {
-    let mut caches: Vec<_> = plans.iter().map(|p| model.new_cache(p.prompt.len() + n).unwrap()).collect();
+    let mut caches: Vec<_> = plans
+        .iter()
+        .map(|p| model.new_cache(p.prompt.len() + n).unwrap())
+        .collect();
     let mut fed = vec![0usize; plans.len()];
     let mut traces = vec![Trace::default(); plans.len()];
     for step in 0.. {
-        let active: Vec<usize> = (0..plans.len()).filter(|&i| plans[i].start <= step && traces[i].tokens.len() < n).collect();
+        let active: Vec<usize> = (0..plans.len())
+            .filter(|&i| plans[i].start <= step && traces[i].tokens.len() < n)
+            .collect();
         if active.is_empty() && (0..plans.len()).all(|i| traces[i].tokens.len() >= n) {
             break;
         }
@@ -81,16 +108,35 @@ pub fn batched(model: &Llama, plans: &[Plan], n: usize) -> Vec<Trace> {
             let p = &plans[i];
             if fed[i] < p.prompt.len() {
                 let take = p.chunk.min(p.prompt.len() - fed[i]);
-                let rows = if fed[i] + take == p.prompt.len() { LogitRows::Last } else { LogitRows::None };
+                let rows = if fed[i] + take == p.prompt.len() {
+                    LogitRows::Last
+                } else {
+                    LogitRows::None
+                };
                 feeds.push((i, p.prompt[fed[i]..fed[i] + take].to_vec(), rows));
                 fed[i] += take;
             } else {
                 feeds.push((i, vec![*traces[i].tokens.last().unwrap()], LogitRows::Last));
             }
         }
-        let inputs: Vec<SeqInput> = feeds.iter().map(|(_, t, r)| SeqInput { tokens: t, logits: *r }).collect();
-        let mut refs: Vec<_> = caches.iter_mut().enumerate().filter(|(i, _)| active.contains(i)).map(|(_, c)| c).collect();
-        let logits = model.forward(&inputs, &mut refs).unwrap().to_vec2::<f32>().unwrap();
+        let inputs: Vec<SeqInput> = feeds
+            .iter()
+            .map(|(_, t, r)| SeqInput {
+                tokens: t,
+                logits: *r,
+            })
+            .collect();
+        let mut refs: Vec<_> = caches
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| active.contains(i))
+            .map(|(_, c)| c)
+            .collect();
+        let logits = model
+            .forward(&inputs, &mut refs)
+            .unwrap()
+            .to_vec2::<f32>()
+            .unwrap();
         let mut rows = logits.into_iter();
         for (i, _, r) in &feeds {
             if *r == LogitRows::Last {
@@ -107,5 +153,8 @@ pub fn batched(model: &Llama, plans: &[Plan], n: usize) -> Vec<Trace> {
 /// Largest absolute difference between two logit rows.
 pub fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }

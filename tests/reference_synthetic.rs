@@ -6,7 +6,7 @@ mod common;
 
 use candle_core::quantized::{gguf_file, GgmlDType};
 use candle_core::{DType, Device, Tensor};
-use candle_transformers::models::{llama as stock_llama, quantized_llama};
+use candle_transformers::models::{llama as stock_llama, quantized_llama, quantized_qwen2};
 use common::*;
 use tokfire::config::WeightDType;
 
@@ -166,4 +166,43 @@ fn dense_f32_dtype_matches_quantized_dequantized_reference() {
         max_diff(&q.logits[0], &h.logits[0]) <= 5e-2,
         "f16 storage drifted too far"
     );
+}
+
+#[test]
+fn qwen2_gguf_with_qkv_bias_matches_stock_quantized_qwen2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny-qwen2.gguf");
+    let spec = tokfire::model::synthetic::Spec {
+        arch: "qwen2".into(),
+        ..Default::default()
+    };
+    tokfire::model::synthetic::write_gguf(&path, &spec).unwrap();
+    let loaded = load(&path, WeightDType::Q);
+    assert!(loaded.model.cfg.qkv_bias && !loaded.model.cfg.rope_interleaved);
+    let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
+
+    let mut f = std::fs::File::open(&path).unwrap();
+    let ct = gguf_file::Content::read(&mut f).unwrap();
+    let mut m = quantized_qwen2::ModelWeights::from_gguf(ct, &mut f, &Device::Cpu).unwrap();
+    let mut stock = Trace::default();
+    let (mut input, mut pos) = (PROMPT.to_vec(), 0);
+    for _ in 0..=STEPS {
+        let x = Tensor::new(input.as_slice(), &Device::Cpu)
+            .unwrap()
+            .unsqueeze(0)
+            .unwrap();
+        let row = m
+            .forward(&x, pos)
+            .unwrap()
+            .squeeze(0)
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        pos += input.len();
+        let next = tokfire::engine::sampler::argmax(&row);
+        stock.tokens.push(next);
+        stock.logits.push(row);
+        input = vec![next];
+    }
+    assert_same(&ours, &stock, "qwen2 with bias");
 }

@@ -102,7 +102,7 @@ fn byte_chars() -> Vec<char> {
     table
 }
 
-/// Seeded random weights: (name, values, (rows, cols)); norms have one row.
+/// Seeded random weights: (name, values, (rows, cols)); norms and biases have one row.
 fn tensors(spec: &Spec, names: &Names) -> Vec<(String, Vec<f32>, (usize, usize))> {
     let mut rng = StdRng::seed_from_u64(spec.seed);
     let vocab = vocab().0.len();
@@ -134,6 +134,17 @@ fn tensors(spec: &Spec, names: &Names) -> Vec<(String, Vec<f32>, (usize, usize))
             ("down", h, f),
         ] {
             mat(names.layer(i, part, "weight"), rows, cols, &mut rng);
+        }
+    }
+    if spec.arch == "qwen2" {
+        for i in 0..spec.layers {
+            for (part, n) in [("q", h), ("k", kv), ("v", kv)] {
+                out.push((
+                    names.layer(i, part, "bias"),
+                    (0..n).map(|_| rng.random_range(-0.5..0.5)).collect(),
+                    (1, n),
+                ));
+            }
         }
     }
     let mut norms = vec![names.norm().to_string()];

@@ -4,3 +4,4 @@
 pub mod generate;
 pub mod kv;
 pub mod sampler;
+pub mod scheduler;

@@ -1,0 +1,226 @@
+//! Iteration-level scheduler: pure planning over sequence lengths, no tensors.
+//!
+//! Each step it packs every running sequence's decode token, then prefill chunks (in admission
+//! order), then admits waiting requests first-in first-out while the slot (`max_seqs`), step token
+//! (`max_batch_tokens`) and KV (`kv_budget_tokens`) budgets allow. When the KV budget cannot hold
+//! the step it preempts the most recently admitted sequence by recompute: its cache is dropped and
+//! it goes back to the head of the queue, to re-prefill its prompt and the tokens it had generated.
+//! The queue is strict FIFO (a request that does not fit blocks those behind it), so nobody starves.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+/// Identifies a request for the lifetime of an engine.
+pub type RequestId = u64;
+
+/// Budgets the scheduler respects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedulerConfig {
+    /// Most sequences in one step (slots).
+    pub max_seqs: usize,
+    /// Most tokens (decode + prefill) in one step.
+    pub max_batch_tokens: usize,
+    /// Longest prefill chunk of one sequence in one step.
+    pub prefill_chunk: usize,
+    /// Most tokens held in KV caches across running sequences.
+    pub kv_budget_tokens: usize,
+}
+
+/// What one sequence does in a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanItem {
+    pub id: RequestId,
+    /// Tokens already in this sequence's cache (the position of the first token fed).
+    pub start: usize,
+    /// Tokens fed this step.
+    pub len: usize,
+    /// Whether this step ends with a new token sampled for the sequence (its last known token
+    /// is fed); false for a prefill chunk that is not the last.
+    pub samples: bool,
+    /// Whether this is a single decode token rather than (part of) a prefill.
+    pub decode: bool,
+}
+
+/// One step's plan.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub items: Vec<PlanItem>,
+    /// Requests that started running this step (their queue wait ends here).
+    pub admitted: Vec<RequestId>,
+    /// Requests whose caches must be dropped before this step (recompute preemption).
+    pub preempted: Vec<RequestId>,
+}
+
+impl Plan {
+    pub fn tokens(&self) -> usize {
+        self.items.iter().map(|i| i.len).sum()
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Seq {
+    id: RequestId,
+    prompt_len: usize,
+    max_new: usize,
+    /// Tokens sampled so far.
+    generated: usize,
+    /// Tokens in the KV cache.
+    cached: usize,
+}
+
+impl Seq {
+    /// Prompt plus sampled tokens: everything the cache must eventually hold.
+    fn known(&self) -> usize {
+        self.prompt_len + self.generated
+    }
+}
+
+/// The scheduler's state: waiting queue and running set.
+#[derive(Debug)]
+pub struct Scheduler {
+    cfg: SchedulerConfig,
+    waiting: VecDeque<Seq>,
+    running: Vec<Seq>,
+}
+
+impl Scheduler {
+    pub fn new(cfg: SchedulerConfig) -> Self {
+        Self {
+            cfg,
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+        }
+    }
+
+    /// Queues a request of `prompt_len` tokens that may generate up to `max_new`; refuses one
+    /// that could never fit the KV budget alone.
+    pub fn submit(
+        &mut self,
+        id: RequestId,
+        prompt_len: usize,
+        max_new: usize,
+    ) -> Result<(), String> {
+        if prompt_len + max_new > self.cfg.kv_budget_tokens {
+            return Err(format!(
+                "request {id} needs {} KV tokens ({prompt_len} prompt + {max_new} new) but the KV budget is {}; raise --kv-budget or lower the output limit",
+                prompt_len + max_new,
+                self.cfg.kv_budget_tokens
+            ));
+        }
+        self.waiting.push_back(Seq {
+            id,
+            prompt_len: prompt_len.max(1),
+            max_new,
+            generated: 0,
+            cached: 0,
+        });
+        Ok(())
+    }
+
+    /// Requests still waiting or running.
+    pub fn pending(&self) -> usize {
+        self.waiting.len() + self.running.len()
+    }
+
+    /// Plans the next step. An empty plan with pending work means a single request cannot fit
+    /// the budgets at all (the caller reports it).
+    pub fn schedule(&mut self) -> Plan {
+        let mut plan = Plan::default();
+        self.preempt_for_kv(&mut plan);
+        let mut tokens = 0;
+        let mut kv = self.running.iter().map(|s| s.cached).sum::<usize>();
+        for s in &self.running {
+            if let Some(item) = self.item_for(
+                s,
+                self.cfg.max_batch_tokens - tokens,
+                self.cfg.kv_budget_tokens - kv,
+            ) {
+                tokens += item.len;
+                kv += item.len;
+                plan.items.push(item);
+            }
+        }
+        while self.running.len() < self.cfg.max_seqs {
+            let Some(head) = self.waiting.front() else {
+                break;
+            };
+            if head.known() > self.cfg.kv_budget_tokens - kv {
+                break; // admit only what can hold its whole prompt, or it would be preempted at once
+            }
+            let Some(item) = self.item_for(
+                head,
+                self.cfg.max_batch_tokens - tokens,
+                self.cfg.kv_budget_tokens - kv,
+            ) else {
+                break;
+            };
+            tokens += item.len;
+            kv += item.len;
+            plan.items.push(item);
+            plan.admitted.push(head.id);
+            let seq = self
+                .waiting
+                .pop_front()
+                .expect("head exists; this is a bug");
+            self.running.push(seq);
+        }
+        plan
+    }
+
+    /// Records that `item` ran and, when it sampled, whether that token finished the sequence
+    /// (stop token or limit). Returns true when the sequence is done.
+    pub fn complete(&mut self, item: &PlanItem, stop: bool) -> bool {
+        let Some(pos) = self.running.iter().position(|s| s.id == item.id) else {
+            return false;
+        };
+        let s = &mut self.running[pos];
+        s.cached += item.len;
+        if item.samples {
+            s.generated += 1;
+            if stop || s.generated >= s.max_new {
+                self.running.remove(pos);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The step item of `s` within the remaining token and KV room, if any fits.
+    fn item_for(&self, s: &Seq, tokens_left: usize, kv_left: usize) -> Option<PlanItem> {
+        let todo = s.known() - s.cached;
+        let len = todo
+            .min(self.cfg.prefill_chunk.max(1))
+            .min(tokens_left)
+            .min(kv_left);
+        (len > 0).then(|| PlanItem {
+            id: s.id,
+            start: s.cached,
+            len,
+            samples: len == todo,
+            decode: s.cached > 0 && todo == 1 && s.generated > 0,
+        })
+    }
+
+    /// Preempts the most recently admitted sequences until every running decode fits the budget.
+    fn preempt_for_kv(&mut self, plan: &mut Plan) {
+        let need = |run: &[Seq]| {
+            run.iter()
+                .map(|s| s.cached + (s.known() - s.cached).min(1))
+                .sum::<usize>()
+        };
+        while self.running.len() > 1 && need(&self.running) > self.cfg.kv_budget_tokens {
+            let mut victim = self
+                .running
+                .pop()
+                .expect("more than one running; this is a bug");
+            victim.cached = 0;
+            plan.preempted.push(victim.id);
+            self.waiting.push_front(victim);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "scheduler_tests.rs"]
+mod tests;

@@ -145,3 +145,50 @@ fn chunked_prefill_gives_the_same_tokens() {
     check_batched(&dense, [usize::MAX, 16, 7], 1e-3);
     check_batched(model(), [usize::MAX, 16, 7], 2.0);
 }
+
+#[test]
+fn engine_runs_three_jobs_in_shared_steps_with_the_same_output_as_alone() {
+    use tokfire::config::SamplingConfig;
+    use tokfire::engine::engine::{Engine, EventKind, Request};
+    use tokfire::engine::generate::{generate, GenerateParams};
+    use tokfire::engine::scheduler::SchedulerConfig;
+    let m = model();
+    let eos: Vec<u32> = m.tokenizer.info.eos_id.into_iter().collect();
+    let cfg = SchedulerConfig {
+        max_seqs: 3,
+        max_batch_tokens: 2048,
+        prefill_chunk: 2048,
+        kv_budget_tokens: 8192,
+    };
+    let mut e = Engine::new(&m.model, cfg, SamplingConfig::default());
+    let prompts = three_prompts(m);
+    for (i, p) in prompts.iter().enumerate() {
+        e.submit(Request {
+            id: i as u64,
+            prompt: p.clone(),
+            max_new: 24,
+            stop: eos.clone(),
+        })
+        .unwrap();
+    }
+    e.run_to_completion().unwrap();
+    for (i, p) in prompts.iter().enumerate() {
+        let params = GenerateParams {
+            max_new: 24,
+            sampling: SamplingConfig::default(),
+            stop: eos.clone(),
+        };
+        let alone = generate(&m.model, p, &params, |_| {}).unwrap();
+        assert_eq!(
+            e.output(i as u64).unwrap(),
+            alone.tokens.as_slice(),
+            "request {i}"
+        );
+    }
+    let three = e
+        .events()
+        .iter()
+        .filter(|ev| matches!(ev.kind, EventKind::StepStart { seqs: 3, .. }))
+        .count();
+    assert!(three > 0, "no step carried all 3 sequences");
+}

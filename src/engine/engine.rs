@@ -1,0 +1,281 @@
+//! The continuous-batching engine: executes the scheduler's plan on the model, one batched
+//! forward per step, samples each sequence with its own seeded sampler, and records events
+//! stamped with `Instant` (submitted, admitted, preempted, prefill chunk, token, finished, step
+//! start/end with its composition). Measuring reads these events; nothing here presents them.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::kv::KvCache;
+use super::sampler::Sampler;
+use super::scheduler::{Plan, RequestId, Scheduler, SchedulerConfig};
+use crate::config::SamplingConfig;
+use crate::error::EngineError;
+use crate::model::llama::{Llama, LogitRows, SeqInput};
+
+/// A generation request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub id: RequestId,
+    pub prompt: Vec<u32>,
+    pub max_new: usize,
+    /// Tokens that end the sequence (not part of the output).
+    pub stop: Vec<u32>,
+}
+
+/// Why a sequence ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FinishReason {
+    Stop,
+    Length,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    Submitted {
+        prompt_tokens: usize,
+    },
+    Admitted,
+    Preempted,
+    PrefillChunk {
+        tokens: usize,
+    },
+    Token {
+        token: u32,
+    },
+    Finished {
+        reason: FinishReason,
+        output_tokens: usize,
+    },
+    StepStart {
+        seqs: usize,
+        prefill_tokens: usize,
+        decode_tokens: usize,
+    },
+    StepEnd,
+}
+
+/// One event, stamped when it happened.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub at: Instant,
+    /// The request concerned (none for step events).
+    pub id: Option<RequestId>,
+    pub kind: EventKind,
+}
+
+struct Running {
+    tokens: Vec<u32>,
+    prompt_len: usize,
+    max_new: usize,
+    stop: Vec<u32>,
+    cache: Option<KvCache>,
+    sampler: Sampler,
+}
+
+/// Runs many requests over one model.
+pub struct Engine<'m> {
+    model: &'m Llama,
+    sched: Scheduler,
+    sampling: SamplingConfig,
+    seqs: HashMap<RequestId, Running>,
+    outputs: HashMap<RequestId, Vec<u32>>,
+    events: Vec<Event>,
+}
+
+impl<'m> Engine<'m> {
+    pub fn new(model: &'m Llama, cfg: SchedulerConfig, sampling: SamplingConfig) -> Self {
+        Self {
+            model,
+            sched: Scheduler::new(cfg),
+            sampling,
+            seqs: HashMap::new(),
+            outputs: HashMap::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Queues a request; each gets its own sampler seeded from the config seed and its id.
+    pub fn submit(&mut self, r: Request) -> Result<(), EngineError> {
+        if r.prompt.is_empty() {
+            return Err(EngineError::Invalid(format!(
+                "request {}: empty prompt",
+                r.id
+            )));
+        }
+        self.sched
+            .submit(r.id, r.prompt.len(), r.max_new)
+            .map_err(EngineError::Invalid)?;
+        let sampling = SamplingConfig {
+            seed: self.sampling.seed.wrapping_add(r.id),
+            ..self.sampling.clone()
+        };
+        self.event(
+            Some(r.id),
+            EventKind::Submitted {
+                prompt_tokens: r.prompt.len(),
+            },
+        );
+        let running = Running {
+            prompt_len: r.prompt.len(),
+            tokens: r.prompt,
+            max_new: r.max_new,
+            stop: r.stop,
+            cache: None,
+            sampler: Sampler::new(&sampling),
+        };
+        self.seqs.insert(r.id, running);
+        Ok(())
+    }
+
+    /// Requests not finished yet.
+    pub fn pending(&self) -> usize {
+        self.sched.pending()
+    }
+
+    /// Runs one step; false when there was nothing to do.
+    pub fn step(&mut self) -> Result<bool, EngineError> {
+        let _span = tracing::trace_span!("engine_step").entered();
+        let plan = self.sched.schedule();
+        if plan.items.is_empty() {
+            if self.pending() > 0 {
+                return Err(EngineError::Invalid("the scheduler cannot fit any pending request in the budgets; raise --kv-budget or --max-batch-tokens".into()));
+            }
+            return Ok(false);
+        }
+        self.note_plan(&plan);
+        let mut caches = Vec::with_capacity(plan.items.len());
+        for item in &plan.items {
+            let s = self
+                .seqs
+                .get_mut(&item.id)
+                .expect("planned requests are known; this is a bug");
+            let cache = match s.cache.take() {
+                Some(c) => c,
+                None => self.model.new_cache(s.prompt_len + s.max_new)?,
+            };
+            caches.push(cache);
+        }
+        let logits = {
+            let inputs: Vec<SeqInput> = plan
+                .items
+                .iter()
+                .map(|it| SeqInput {
+                    tokens: &self.seqs[&it.id].tokens[it.start..it.start + it.len],
+                    logits: if it.samples {
+                        LogitRows::Last
+                    } else {
+                        LogitRows::None
+                    },
+                })
+                .collect();
+            let mut refs: Vec<&mut KvCache> = caches.iter_mut().collect();
+            let out = self.model.forward(&inputs, &mut refs)?;
+            self.model.device().synchronize()?;
+            out.to_vec2::<f32>()?
+        };
+        let mut rows = logits.iter();
+        for (item, cache) in plan.items.iter().zip(caches) {
+            self.seqs.get_mut(&item.id).expect("known request").cache = Some(cache);
+            if !item.decode {
+                self.event(Some(item.id), EventKind::PrefillChunk { tokens: item.len });
+            }
+            let stop = match item.samples {
+                true => self.sample(
+                    item.id,
+                    rows.next()
+                        .expect("one logit row per sampling item; this is a bug"),
+                ),
+                false => false,
+            };
+            if self.sched.complete(item, stop) {
+                self.finish(item.id, stop);
+            }
+        }
+        self.event(None, EventKind::StepEnd);
+        Ok(true)
+    }
+
+    /// Steps until every request has finished.
+    pub fn run_to_completion(&mut self) -> Result<(), EngineError> {
+        while self.step()? {}
+        Ok(())
+    }
+
+    /// Output tokens of a finished request (stop token excluded).
+    pub fn output(&self, id: RequestId) -> Option<&[u32]> {
+        self.outputs.get(&id).map(Vec::as_slice)
+    }
+
+    /// Every event so far, in order.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    fn note_plan(&mut self, plan: &Plan) {
+        for id in &plan.preempted {
+            if let Some(s) = self.seqs.get_mut(id) {
+                s.cache = None;
+            }
+            self.event(Some(*id), EventKind::Preempted);
+        }
+        for id in &plan.admitted {
+            self.event(Some(*id), EventKind::Admitted);
+        }
+        let decode = plan.items.iter().filter(|i| i.decode).count();
+        self.event(
+            None,
+            EventKind::StepStart {
+                seqs: plan.items.len(),
+                prefill_tokens: plan.tokens() - decode,
+                decode_tokens: decode,
+            },
+        );
+    }
+
+    /// Samples the next token; true when it is a stop token.
+    fn sample(&mut self, id: RequestId, row: &[f32]) -> bool {
+        let s = self.seqs.get_mut(&id).expect("known request");
+        let token = s.sampler.sample(row);
+        s.tokens.push(token);
+        let stop = s.stop.contains(&token);
+        if !stop {
+            self.event(Some(id), EventKind::Token { token });
+        }
+        stop
+    }
+
+    fn finish(&mut self, id: RequestId, stop: bool) {
+        let s = self.seqs.remove(&id).expect("known request");
+        let mut out = s.tokens[s.prompt_len..].to_vec();
+        if stop {
+            out.pop();
+        }
+        let reason = if stop {
+            FinishReason::Stop
+        } else {
+            FinishReason::Length
+        };
+        self.event(
+            Some(id),
+            EventKind::Finished {
+                reason,
+                output_tokens: out.len(),
+            },
+        );
+        self.outputs.insert(id, out);
+    }
+
+    fn event(&mut self, id: Option<RequestId>, kind: EventKind) {
+        self.events.push(Event {
+            at: Instant::now(),
+            id,
+            kind,
+        });
+    }
+}

@@ -6,7 +6,7 @@ mod common;
 use candle_core::quantized::GgmlDType;
 use common::*;
 use tokfire::config::{SamplingConfig, WeightDType};
-use tokfire::engine::engine::{Engine, EventKind, Request};
+use tokfire::engine::batching::{Engine, EventKind, Request};
 use tokfire::engine::generate::{generate, GenerateParams};
 use tokfire::engine::scheduler::SchedulerConfig;
 use tokfire::model::llama::Llama;

@@ -7,7 +7,7 @@ mod common;
 use std::sync::OnceLock;
 
 use candle_core::quantized::gguf_file;
-use candle_core::{Device, Tensor};
+use candle_core::Device;
 use candle_transformers::models::quantized_llama;
 use common::*;
 use tokfire::config::WeightDType;
@@ -53,26 +53,12 @@ fn greedy_32_equals_llama_cpp_and_stock_candle() {
     let mut f = std::fs::File::open(&path).unwrap();
     let ct = gguf_file::Content::read(&mut f).unwrap();
     let mut stock = quantized_llama::ModelWeights::from_gguf(ct, &mut f, &Device::Cpu).unwrap();
-    let (mut input, mut pos, mut tokens) = (prompt.clone(), 0, Vec::new());
-    for step in 0..32 {
-        let x = Tensor::new(input.as_slice(), &Device::Cpu)
-            .unwrap()
-            .unsqueeze(0)
-            .unwrap();
-        let row = stock
-            .forward(&x, pos)
-            .unwrap()
-            .squeeze(0)
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
-        let d = max_diff(&row, &ours.logits[step]);
+    let st = stock_trace(&prompt, 32, |x, pos| stock.forward(x, pos));
+    for (step, (a, b)) in st.logits.iter().zip(&ours.logits).enumerate() {
+        let d = max_diff(a, b);
         assert!(d < 1e-2, "step {step}: logits differ from stock by {d}");
-        pos += input.len();
-        let next = tokfire::engine::sampler::argmax(&row);
-        tokens.push(next);
-        input = vec![next];
     }
+    let tokens = st.tokens;
     assert_eq!(tokens, ours.tokens, "ours vs stock quantized_llama");
     assert_eq!(m.tokenizer.decode(&ours.tokens[..2]).unwrap(), " Paris.");
 }
@@ -149,7 +135,7 @@ fn chunked_prefill_gives_the_same_tokens() {
 #[test]
 fn engine_runs_three_jobs_in_shared_steps_with_the_same_output_as_alone() {
     use tokfire::config::SamplingConfig;
-    use tokfire::engine::engine::{Engine, EventKind, Request};
+    use tokfire::engine::batching::{Engine, EventKind, Request};
     use tokfire::engine::generate::{generate, GenerateParams};
     use tokfire::engine::scheduler::SchedulerConfig;
     let m = model();

@@ -5,7 +5,7 @@
 mod common;
 
 use candle_core::quantized::{gguf_file, GgmlDType};
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_transformers::models::{llama as stock_llama, quantized_llama, quantized_qwen2};
 use common::*;
 use tokfire::config::WeightDType;
@@ -20,28 +20,7 @@ fn stock_gguf_trace(path: &std::path::Path) -> Trace {
     let mut f = std::fs::File::open(path).unwrap();
     let ct = gguf_file::Content::read(&mut f).unwrap();
     let mut m = quantized_llama::ModelWeights::from_gguf(ct, &mut f, &Device::Cpu).unwrap();
-    let mut trace = Trace::default();
-    let mut input = PROMPT.to_vec();
-    let mut pos = 0;
-    for _ in 0..=STEPS {
-        let x = Tensor::new(input.as_slice(), &Device::Cpu)
-            .unwrap()
-            .unsqueeze(0)
-            .unwrap();
-        let row = m
-            .forward(&x, pos)
-            .unwrap()
-            .squeeze(0)
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
-        pos += input.len();
-        let next = tokfire::engine::sampler::argmax(&row);
-        trace.tokens.push(next);
-        trace.logits.push(row);
-        input = vec![next];
-    }
-    trace
+    stock_trace(&PROMPT, STEPS + 1, |x, pos| m.forward(x, pos))
 }
 
 fn assert_same(ours: &Trace, stock: &Trace, what: &str) {
@@ -88,26 +67,7 @@ fn safetensors_matches_stock_llama() {
     };
     let m = stock_llama::Llama::load(vb, &cfg).unwrap();
     let mut cache = stock_llama::Cache::new(true, DType::F32, &cfg, &Device::Cpu).unwrap();
-    let mut stock = Trace::default();
-    let (mut input, mut pos) = (PROMPT.to_vec(), 0);
-    for _ in 0..=STEPS {
-        let x = Tensor::new(input.as_slice(), &Device::Cpu)
-            .unwrap()
-            .unsqueeze(0)
-            .unwrap();
-        let row = m
-            .forward(&x, pos, &mut cache)
-            .unwrap()
-            .squeeze(0)
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
-        pos += input.len();
-        let next = tokfire::engine::sampler::argmax(&row);
-        stock.tokens.push(next);
-        stock.logits.push(row);
-        input = vec![next];
-    }
+    let stock = stock_trace(&PROMPT, STEPS + 1, |x, pos| m.forward(x, pos, &mut cache));
     assert_same(&ours, &stock, "safetensors f32");
 }
 
@@ -184,25 +144,6 @@ fn qwen2_gguf_with_qkv_bias_matches_stock_quantized_qwen2() {
     let mut f = std::fs::File::open(&path).unwrap();
     let ct = gguf_file::Content::read(&mut f).unwrap();
     let mut m = quantized_qwen2::ModelWeights::from_gguf(ct, &mut f, &Device::Cpu).unwrap();
-    let mut stock = Trace::default();
-    let (mut input, mut pos) = (PROMPT.to_vec(), 0);
-    for _ in 0..=STEPS {
-        let x = Tensor::new(input.as_slice(), &Device::Cpu)
-            .unwrap()
-            .unsqueeze(0)
-            .unwrap();
-        let row = m
-            .forward(&x, pos)
-            .unwrap()
-            .squeeze(0)
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
-        pos += input.len();
-        let next = tokfire::engine::sampler::argmax(&row);
-        stock.tokens.push(next);
-        stock.logits.push(row);
-        input = vec![next];
-    }
+    let stock = stock_trace(&PROMPT, STEPS + 1, |x, pos| m.forward(x, pos));
     assert_same(&ours, &stock, "qwen2 with bias");
 }

@@ -1,7 +1,7 @@
 //! The in-process engine: per-sequence KV caches, the sampler, and the generation loops that drive
 //! the model's batched forward and time each step.
 
-pub mod engine;
+pub mod batching;
 pub mod generate;
 pub mod kv;
 pub mod sampler;

@@ -193,7 +193,7 @@ impl Scheduler {
             .min(self.cfg.prefill_chunk.max(1))
             .min(tokens_left)
             .min(kv_left);
-        (len > 0).then(|| PlanItem {
+        (len > 0).then_some(PlanItem {
             id: s.id,
             start: s.cached,
             len,

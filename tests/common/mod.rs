@@ -158,3 +158,32 @@ pub fn max_diff(a: &[f32], b: &[f32]) -> f32 {
         .map(|(x, y)| (x - y).abs())
         .fold(0.0, f32::max)
 }
+
+/// Greedy trace of a stock candle model driven as its examples do: the whole prompt at position
+/// 0, then one token at a time; `forward(input [1, s], index_pos)` returns `[1, vocab]` logits.
+pub fn stock_trace(
+    prompt: &[u32],
+    steps: usize,
+    mut forward: impl FnMut(&candle_core::Tensor, usize) -> candle_core::Result<candle_core::Tensor>,
+) -> Trace {
+    let mut trace = Trace::default();
+    let (mut input, mut pos) = (prompt.to_vec(), 0);
+    for _ in 0..steps {
+        let x = candle_core::Tensor::new(input.as_slice(), &candle_core::Device::Cpu)
+            .unwrap()
+            .unsqueeze(0)
+            .unwrap();
+        let row = forward(&x, pos)
+            .unwrap()
+            .squeeze(0)
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        pos += input.len();
+        let next = argmax(&row);
+        trace.tokens.push(next);
+        trace.logits.push(row);
+        input = vec![next];
+    }
+    trace
+}

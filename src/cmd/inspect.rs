@@ -1,7 +1,6 @@
 //! `tokfire inspect MODEL [--json] [--tokenize TEXT]`.
 
 use crate::cli::InspectArgs;
-use crate::config::{default_cache_dir, default_hf_cache_dir, ModelConfig};
 use crate::model::gguf::Gguf;
 use crate::model::inspect::{inspect_dir, inspect_gguf};
 use crate::model::tokenizer::Tokenizer;
@@ -9,13 +8,7 @@ use crate::model::{resolve, ModelPath};
 use crate::report;
 
 pub fn run(args: InspectArgs) -> anyhow::Result<()> {
-    let cfg = ModelConfig {
-        model: args.model.clone(),
-        cache_dir: args.cache_dir.clone().unwrap_or_else(default_cache_dir),
-        hf_cache_dir: default_hf_cache_dir(),
-        dtype: Default::default(),
-        device: crate::config::DeviceSpec::Cpu,
-    };
+    let cfg = super::base_config(&args.model, args.cache_dir.clone());
     let path = resolve(&cfg)?;
     if let Some(text) = &args.tokenize {
         let tok = match &path {

@@ -37,13 +37,21 @@ fn pending(verb: &str) -> anyhow::Result<()> {
 
 /// Validates model arguments into a [`ModelConfig`].
 pub fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError> {
-    Ok(ModelConfig {
-        model: args.model.clone(),
-        cache_dir: args.cache_dir.clone().unwrap_or_else(default_cache_dir),
+    let mut cfg = base_config(&args.model, args.cache_dir.clone());
+    cfg.dtype = args.dtype;
+    cfg.device = DeviceSpec::parse(&args.device)?;
+    Ok(cfg)
+}
+
+/// A CPU, file-storage config for `model`, caches from flags or their defaults.
+pub fn base_config(model: &str, cache_dir: Option<std::path::PathBuf>) -> ModelConfig {
+    ModelConfig {
+        model: model.to_string(),
+        cache_dir: cache_dir.unwrap_or_else(default_cache_dir),
         hf_cache_dir: default_hf_cache_dir(),
-        dtype: args.dtype,
-        device: DeviceSpec::parse(&args.device)?,
-    })
+        dtype: Default::default(),
+        device: DeviceSpec::Cpu,
+    }
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG`-style `TOKFIRE_LOG` (default: warnings).

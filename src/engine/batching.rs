@@ -175,9 +175,8 @@ impl<'m> Engine<'m> {
                 })
                 .collect();
             let mut refs: Vec<&mut KvCache> = caches.iter_mut().collect();
-            let out = self.model.forward(&inputs, &mut refs)?;
-            self.model.device().synchronize()?;
-            out.to_vec2::<f32>()?
+            // Copying to the host waits for the device: events after this are honest.
+            self.model.forward(&inputs, &mut refs)?.to_vec2::<f32>()?
         };
         let mut rows = logits.iter();
         for (item, cache) in plan.items.iter().zip(caches) {

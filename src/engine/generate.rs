@@ -1,9 +1,8 @@
 //! Single-request generation: one prefill forward, then one decode forward per token, each timed
-//! with `Instant` after a device synchronize. `tokfire generate` and the engine benchmark use it.
+//! with `Instant` once its logits are on the host (which waits for the device). `tokfire generate` uses it.
 
 use std::time::{Duration, Instant};
 
-use candle_core::Device;
 use serde::Serialize;
 
 use super::sampler::Sampler;
@@ -48,7 +47,6 @@ pub fn generate(
             "the prompt encodes to no tokens; give a non-empty prompt".into(),
         ));
     }
-    let device = model.device().clone();
     let mut cache = model.new_cache(prompt.len() + p.max_new)?;
     let mut sampler = Sampler::new(&p.sampling);
     let mut out = Generation {
@@ -62,7 +60,7 @@ pub fn generate(
         return Ok(out);
     }
     let start = Instant::now();
-    let mut next = step(model, &device, prompt, &mut cache, &mut sampler)?;
+    let mut next = step(model, prompt, &mut cache, &mut sampler)?;
     out.prefill = start.elapsed();
     loop {
         if p.stop.contains(&next) {
@@ -75,7 +73,7 @@ pub fn generate(
             break;
         }
         let t = Instant::now();
-        next = step(model, &device, &[next], &mut cache, &mut sampler)?;
+        next = step(model, &[next], &mut cache, &mut sampler)?;
         out.steps.push(t.elapsed());
     }
     Ok(out)
@@ -83,7 +81,6 @@ pub fn generate(
 
 fn step(
     model: &Llama,
-    device: &Device,
     tokens: &[u32],
     cache: &mut super::kv::KvCache,
     sampler: &mut Sampler,
@@ -95,7 +92,7 @@ fn step(
         }],
         &mut [cache],
     )?;
+    // Copying the logits to the host waits for the device, so the caller's clock is honest.
     let row = logits.squeeze(0)?.to_vec1::<f32>()?;
-    device.synchronize()?;
     Ok(sampler.sample(&row))
 }

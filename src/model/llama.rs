@@ -152,8 +152,8 @@ impl Llama {
     ) -> Result<Tensor, EngineError> {
         let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
         let plan = StepPlan::new(inputs, caches)?;
-        for cache in caches.iter_mut().zip(inputs) {
-            cache.0.reserve(cache.1.tokens.len())?;
+        for (cache, input) in caches.iter_mut().zip(inputs) {
+            cache.reserve(input.tokens.len())?;
         }
         let dev = &self.device;
         let ids = Tensor::new(plan.tokens.as_slice(), dev)?;
@@ -189,7 +189,7 @@ impl Llama {
         (cos, sin): (&Tensor, &Tensor),
         plan: &StepPlan,
         masks: &[Option<Tensor>],
-        caches: &mut [&mut KvCache],
+        caches: &[&mut KvCache],
     ) -> Result<Tensor, EngineError> {
         let c = &self.cfg;
         let t = plan.tokens.len();
@@ -210,7 +210,7 @@ impl Llama {
         let group = c.heads / c.kv_heads;
         let scale = (c.head_dim as f64).sqrt();
         let mut outs = Vec::with_capacity(plan.segments.len());
-        for (seg, (cache, mask)) in plan.segments.iter().zip(caches.iter_mut().zip(masks)) {
+        for (seg, (cache, mask)) in plan.segments.iter().zip(caches.iter().zip(masks)) {
             let (start, n) = (seg.start, seg.len);
             let k_new = k
                 .narrow(0, start, n)?

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::WeightDType;
+use crate::bench::config::Format;
+use crate::config::{SamplingConfig, WeightDType};
 
 /// Name of the model used when `--model` is not given.
 pub const DEFAULT_MODEL: &str = "smollm2-135m-instruct-q4_1";
@@ -14,6 +15,22 @@ const CLOCKS: &str = "Clocks (stderr):
   warm-up  first decode step minus the median of the later steps (first use of a shape)
   prefill  prompt tokens through the model up to the first token (time to first token)
   decode   every later token, one forward + sample each; tok/s = tokens / summed step time";
+
+const SHEET: &str = "Each job submits the workload's tasks one after another to the one shared engine.
+Per level: warm-up round(s), then measured rounds; statistics use measured rounds only.
+  TTFT         submission of a task -> its first output token (queue + prefill)
+  completion   submission -> last token of the task (all turns for tool agents)
+  TPOT         (completion - TTFT) / (output tokens - 1)
+  job tok/s    a job's output tokens / (its last finish - its first submission), per round;
+               'slowest job' is the smallest per-job median over rounds
+  agg tok/s    all output tokens of a round / the round's wall window (median over rounds)
+  done/tried   tasks that answered (pass or fail) / tasks started; fails = validation failures
+  tail         p95 with >= 20 samples, else the slowest sample
+  peak mem     VmHWM over the level (reset at its start)
+Clocks: load = open + read + build weights (page-cache state from mincore); kernel warm-up =
+first pure-decode step minus the steady median of that shape; prefill = prompt -> first token
+(prompt tok/s); decode = every later token (TPOT). The verdict checks each level against the
+workload's declared acceptance criteria (your own targets).";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -33,10 +50,12 @@ pub enum Command {
     Generate(GenerateArgs),
     /// Describe a model file: architecture, quantization, shape, tokenizer, chat template.
     Inspect(InspectArgs),
-    /// One configuration, one workload: warm-up and measured rounds (not yet available).
-    Run(Pending),
-    /// The same workload at 1, 2 and 3 concurrent jobs (not yet available).
-    Sweep(Pending),
+    /// One configuration, one workload, N concurrent jobs: warm-up and measured rounds, results sheet.
+    #[command(after_long_help = SHEET)]
+    Run(RunArgs),
+    /// The same workload at 1, 2 and 3 concurrent jobs (identical settings), sheet and verdict.
+    #[command(after_long_help = SHEET)]
+    Sweep(SweepArgs),
     /// Two configurations differing in one variable, interleaved (not yet available).
     Ab(Pending),
     /// Cold starts in fresh processes (not yet available).
@@ -89,6 +108,16 @@ pub struct GenerateArgs {
     /// Most tokens to generate.
     #[arg(short = 'n', long = "max-tokens", default_value_t = 64)]
     pub max_tokens: usize,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// Print the generated token ids too.
+    #[arg(long)]
+    pub ids: bool,
+}
+
+/// How tokens are chosen.
+#[derive(Debug, Clone, Args)]
+pub struct SamplingArgs {
     /// Sampling temperature; 0 is greedy.
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f64,
@@ -101,9 +130,83 @@ pub struct GenerateArgs {
     /// Seed of the sampler.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Print the generated token ids too.
+}
+
+impl SamplingArgs {
+    pub fn config(&self) -> SamplingConfig {
+        SamplingConfig {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            seed: self.seed,
+        }
+    }
+}
+
+/// What `run` and `sweep` share.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Workload: a built-in name (chat, code, extract, agent) or a workload .toml file.
+    #[arg(long, short = 'w', default_value = "chat")]
+    pub workload: String,
+    /// Measured rounds per level (at least 3 for a median).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Warm-up rounds per level, kept apart from the statistics.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Accept fewer than 3 measured rounds (with a warning).
     #[arg(long)]
-    pub ids: bool,
+    pub allow_few_rounds: bool,
+    /// Most sequences the engine runs in one step (slots).
+    #[arg(long, default_value_t = 8)]
+    pub max_seqs: usize,
+    /// Most tokens (prefill + decode) in one engine step.
+    #[arg(long, default_value_t = 512)]
+    pub max_batch_tokens: usize,
+    /// Longest prefill chunk of one sequence in one step.
+    #[arg(long, default_value_t = 256)]
+    pub prefill_chunk: usize,
+    /// KV-cache budget: tokens (e.g. 16384) or bytes with a unit (e.g. 256MiB).
+    #[arg(long, default_value = "16384")]
+    pub kv_budget: String,
+    /// Compute threads [default: all logical CPUs].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Cap every task's output limit at N tokens.
+    #[arg(long, short = 'n')]
+    pub max_tokens: Option<usize>,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// Results file the run is appended to [default: results/VERB-WORKLOAD.json].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// What stdout shows.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write a Chrome trace (chrome://tracing, Perfetto) of the last measured round.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// Concurrent jobs (independent clients of the one loaded model).
+    #[arg(long, short = 'j', default_value_t = 1)]
+    pub jobs: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// Concurrency levels, comma-separated.
+    #[arg(long, short = 'j', value_delimiter = ',', default_value = "1,2,3")]
+    pub jobs: Vec<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -79,3 +79,23 @@ impl ModelError {
         move |source| Self::Io { path, source }
     }
 }
+
+/// Running a benchmark: any layer's error, or the results file.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Workload(#[from] crate::workload::WorkloadError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("results file: {0}")]
+    Record(String),
+    #[error("{source}\n(the run failed; the rounds it finished are kept in {out}, marked failed)")]
+    Saved {
+        out: std::path::PathBuf,
+        source: Box<BenchError>,
+    },
+}

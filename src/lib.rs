@@ -9,8 +9,10 @@ pub mod cmd;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod bench;
 pub mod measure;
 pub mod model;
 pub mod report;
+pub mod workload;
 
 pub use cmd::run;

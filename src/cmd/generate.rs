@@ -3,7 +3,6 @@
 use std::io::Write;
 
 use crate::cli::GenerateArgs;
-use crate::config::SamplingConfig;
 use crate::engine::generate::{generate, GenerateParams};
 use crate::error::ConfigError;
 use crate::model::chat::Message;
@@ -15,12 +14,7 @@ pub const DEFAULT_PROMPT: &str = "The capital of France is";
 
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let cfg = super::model_config(&args.model)?;
-    let sampling = SamplingConfig {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: args.top_p,
-        seed: args.seed,
-    };
+    let sampling = args.sampling.config();
     sampling.validate()?;
     let loaded = model::load(&cfg)?;
     let prompt = prompt_text(&args, &loaded)?;

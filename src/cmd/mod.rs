@@ -1,5 +1,6 @@
 //! Verb dispatch: turns clap arguments into validated configs and calls the verb's module.
 
+mod bench;
 mod generate;
 mod inspect;
 
@@ -13,8 +14,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Generate(args) => generate::run(args),
         Command::Inspect(args) => inspect::run(args),
-        Command::Run(_) => pending("run"),
-        Command::Sweep(_) => pending("sweep"),
+        Command::Run(args) => bench::run("run", &args.bench, vec![args.jobs]),
+        Command::Sweep(args) => bench::run("sweep", &args.bench, args.jobs),
         Command::Ab(_) => pending("ab"),
         Command::Cold(_) => pending("cold"),
         Command::Session(_) => pending("session"),

@@ -57,7 +57,10 @@ pub enum EventKind {
         prefill_tokens: usize,
         decode_tokens: usize,
     },
-    StepEnd,
+    StepEnd {
+        /// Wall time of the batched forward pass alone (device synchronized), µs.
+        forward_us: u64,
+    },
 }
 
 /// One event, stamped when it happened.
@@ -161,6 +164,7 @@ impl<'m> Engine<'m> {
             };
             caches.push(cache);
         }
+        let forward_start = Instant::now();
         let logits = {
             let inputs: Vec<SeqInput> = plan
                 .items
@@ -178,6 +182,7 @@ impl<'m> Engine<'m> {
             // Copying to the host waits for the device: events after this are honest.
             self.model.forward(&inputs, &mut refs)?.to_vec2::<f32>()?
         };
+        let forward_us = forward_start.elapsed().as_micros() as u64;
         let mut rows = logits.iter();
         for (item, cache) in plan.items.iter().zip(caches) {
             self.seqs.get_mut(&item.id).expect("known request").cache = Some(cache);
@@ -196,7 +201,7 @@ impl<'m> Engine<'m> {
                 self.finish(item.id, stop);
             }
         }
-        self.event(None, EventKind::StepEnd);
+        self.event(None, EventKind::StepEnd { forward_us });
         Ok(true)
     }
 
@@ -209,6 +214,14 @@ impl<'m> Engine<'m> {
     /// Output tokens of a finished request (stop token excluded).
     pub fn output(&self, id: RequestId) -> Option<&[u32]> {
         self.outputs.get(&id).map(Vec::as_slice)
+    }
+
+    /// KV-cache bytes held by running sequences now.
+    pub fn kv_bytes(&self) -> usize {
+        self.seqs
+            .values()
+            .filter_map(|s| s.cache.as_ref().map(KvCache::bytes))
+            .sum()
     }
 
     /// Every event so far, in order.

@@ -1,3 +1,8 @@
-//! Measuring: statistics over raw samples (clocks, memory and provenance join later).
+//! Measuring: statistics over raw samples, process memory and disk counters, page-cache state of
+//! model files, energy counters where readable, and provenance (build and machine).
 
+pub mod energy;
+pub mod memory;
+pub mod pagecache;
+pub mod provenance;
 pub mod stats;

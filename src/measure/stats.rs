@@ -23,6 +23,29 @@ pub fn max(samples: &[f64]) -> Option<f64> {
     sorted(samples).last().copied()
 }
 
+/// The nearest-rank percentile `p` (0..=100), or `None`. Only meaningful with enough samples:
+/// callers show the slowest sample instead below [`MIN_FOR_P95`] samples.
+pub fn percentile(samples: &[f64], p: f64) -> Option<f64> {
+    let v = sorted(samples);
+    if v.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    v.get(rank.min(v.len()) - 1).copied()
+}
+
+/// Fewer samples than this get "slowest" rather than a p95.
+pub const MIN_FOR_P95: usize = 20;
+
+/// The tail of a sample set: p95 with enough samples, else the slowest (largest) sample.
+pub fn tail(samples: &[f64]) -> Option<(f64, &'static str)> {
+    if samples.len() >= MIN_FOR_P95 {
+        percentile(samples, 95.0).map(|v| (v, "p95"))
+    } else {
+        max(samples).map(|v| (v, "slowest"))
+    }
+}
+
 fn sorted(samples: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = samples.iter().copied().filter(|x| !x.is_nan()).collect();
     v.sort_by(f64::total_cmp);
@@ -41,5 +64,16 @@ mod tests {
         assert_eq!(median(&[f64::NAN, 5.0]), Some(5.0));
         assert_eq!(max(&[1.0, 9.0, 3.0]), Some(9.0));
         assert_eq!(min(&[4.0, 9.0, 3.0]), Some(3.0));
+    }
+
+    #[test]
+    fn percentile_nearest_rank_and_tail() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(percentile(&v, 95.0), Some(19.0));
+        assert_eq!(percentile(&v, 100.0), Some(20.0));
+        assert_eq!(percentile(&v, 0.0), Some(1.0));
+        assert_eq!(tail(&v), Some((19.0, "p95")));
+        assert_eq!(tail(&[3.0, 1.0, 2.0]), Some((3.0, "slowest")));
+        assert_eq!(tail(&[]), None);
     }
 }

@@ -1,0 +1,178 @@
+//! The validated, serialisable configuration of a `run` or `sweep`: everything that decides what
+//! is measured, embedded whole in every record. Built from clap arguments by `cmd`; levels of a
+//! sweep share every field but `jobs`, which is what makes them comparable.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ModelConfig, SamplingConfig};
+use crate::error::ConfigError;
+
+/// Rounds below this need `--allow-few-rounds`.
+pub const MIN_ROUNDS: usize = 3;
+
+/// The KV-cache budget: tokens, or bytes converted with the model's bytes per token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvBudget {
+    Tokens(usize),
+    Bytes(u64),
+}
+
+impl KvBudget {
+    /// Parses `4096` (tokens) or a byte size with a unit: `64MiB`, `1GiB`, `500MB`, `2048KiB`.
+    pub fn parse(s: &str) -> Result<Self, ConfigError> {
+        let bad = || ConfigError::Flag {
+            flag: "--kv-budget".into(),
+            value: s.into(),
+            reason: "expected tokens (e.g. 8192) or bytes with a unit (e.g. 256MiB, 1GB)".into(),
+        };
+        let t = s.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let n: u64 = num.parse().map_err(|_| bad())?;
+        let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" => return usize::try_from(n).map(Self::Tokens).map_err(|_| bad()),
+            "b" => 1,
+            "kb" => 1_000,
+            "kib" => 1 << 10,
+            "mb" => 1_000_000,
+            "mib" => 1 << 20,
+            "gb" => 1_000_000_000,
+            "gib" => 1 << 30,
+            _ => return Err(bad()),
+        };
+        n.checked_mul(mult).map(Self::Bytes).ok_or_else(bad)
+    }
+
+    /// The budget in tokens for a model whose KV costs `bytes_per_token`.
+    pub fn tokens(&self, bytes_per_token: u64) -> usize {
+        match *self {
+            Self::Tokens(t) => t,
+            Self::Bytes(b) => (b / bytes_per_token.max(1)) as usize,
+        }
+    }
+}
+
+/// How results are printed on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Md,
+    Csv,
+}
+
+/// Engine budgets as the user set them (the KV budget is resolved against the model at load).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineSettings {
+    /// Most sequences in one step.
+    pub max_seqs: usize,
+    /// Most tokens in one step.
+    pub max_batch_tokens: usize,
+    /// Longest prefill chunk of one sequence in one step.
+    pub prefill_chunk: usize,
+    pub kv_budget: KvBudget,
+    /// Compute threads (none = all logical CPUs).
+    pub threads: Option<usize>,
+}
+
+/// A whole `run` / `sweep`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// `run` or `sweep`.
+    pub verb: String,
+    pub model: ModelConfig,
+    /// Workload name or file, as given.
+    pub workload: String,
+    /// Concurrency levels, in order.
+    pub jobs: Vec<usize>,
+    /// Measured rounds per level.
+    pub rounds: usize,
+    /// Warm-up rounds per level (excluded from statistics).
+    pub warmup_rounds: usize,
+    pub sampling: SamplingConfig,
+    pub engine: EngineSettings,
+    /// Caps every task's output limit (none = each task's own).
+    pub max_tokens: Option<usize>,
+    /// Results file the record is appended to.
+    pub out: PathBuf,
+    pub format: Format,
+    /// Chrome trace written for the last measured round.
+    pub trace: Option<PathBuf>,
+}
+
+impl RunConfig {
+    /// Checks ranges; names the flag at fault. Returns warnings the user insisted past.
+    pub fn validate(&self, allow_few_rounds: bool) -> Result<Vec<String>, ConfigError> {
+        let flag = |flag: &str, value: String, reason: &str| ConfigError::Flag {
+            flag: flag.into(),
+            value,
+            reason: reason.into(),
+        };
+        self.sampling.validate()?;
+        let mut warnings = Vec::new();
+        if self.jobs.is_empty() || self.jobs.contains(&0) {
+            let v = self.jobs.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(",");
+            return Err(flag("--jobs", v, "every level needs at least 1 job, e.g. --jobs 1,2,3"));
+        }
+        if self.rounds == 0 {
+            return Err(flag("--rounds", "0".into(), "at least 1 measured round is needed (3 or more for a median)"));
+        }
+        if self.rounds < MIN_ROUNDS {
+            if !allow_few_rounds {
+                return Err(flag(
+                    "--rounds",
+                    self.rounds.to_string(),
+                    "fewer than 3 rounds give no trustworthy median; use 3 or more, or add --allow-few-rounds",
+                ));
+            }
+            warnings.push(format!(
+                "only {} measured round(s) per level: medians and spreads are not trustworthy",
+                self.rounds
+            ));
+        }
+        let e = &self.engine;
+        for (name, v) in [
+            ("--max-seqs", e.max_seqs),
+            ("--max-batch-tokens", e.max_batch_tokens),
+            ("--prefill-chunk", e.prefill_chunk),
+        ] {
+            if v == 0 {
+                return Err(flag(name, "0".into(), "must be at least 1"));
+            }
+        }
+        if e.threads == Some(0) {
+            return Err(flag("--threads", "0".into(), "must be at least 1 (leave it out for all CPUs)"));
+        }
+        if self.max_tokens == Some(0) {
+            return Err(flag("--max-tokens", "0".into(), "must be at least 1"));
+        }
+        let most = self.jobs.iter().copied().max().unwrap_or(1);
+        if e.max_seqs < most {
+            warnings.push(format!(
+                "--max-seqs {} is below the {most} jobs of the largest level: jobs will queue",
+                e.max_seqs
+            ));
+        }
+        Ok(warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kv_budget_parses_tokens_and_bytes() {
+        assert_eq!(KvBudget::parse("4096").ok(), Some(KvBudget::Tokens(4096)));
+        assert_eq!(KvBudget::parse("64MiB").ok(), Some(KvBudget::Bytes(64 << 20)));
+        assert_eq!(KvBudget::parse("1GB").ok(), Some(KvBudget::Bytes(1_000_000_000)));
+        assert!(KvBudget::parse("lots").is_err());
+        assert!(KvBudget::parse("12 parsecs").is_err());
+        assert_eq!(KvBudget::Bytes(1000).tokens(10), 100);
+    }
+}

@@ -1,0 +1,16 @@
+//! Benchmarks: a `run` (one concurrency level) or `sweep` (several) of one workload on one loaded
+//! model — warm-up and measured rounds per level, jobs as closed-loop clients of one shared
+//! engine, raw samples into the record after every round.
+
+pub mod config;
+pub mod progress;
+pub mod round;
+pub mod samples;
+pub mod sweep;
+
+use crate::error::BenchError;
+
+/// Prepares the compute runtime once (threads) and describes it for the record.
+pub fn runtime(cfg: &config::RunConfig) -> Result<String, BenchError> {
+    Ok(format!("{} · candle kernels", cfg.model.device))
+}

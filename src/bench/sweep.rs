@@ -1,0 +1,224 @@
+//! Runs a whole `run`/`sweep`: loads the workload and the model (load clock, page-cache state),
+//! then for each concurrency level one or more warm-up rounds and the measured rounds, saving the
+//! record after every round (a failed run is saved with its error). Every level uses the same
+//! model, workload, sampler, output limits and engine budgets; only the job count differs.
+
+use super::config::RunConfig;
+use super::progress::{Position, Progress};
+use super::round::{render, run_round, RoundOutput, RoundSetup};
+use crate::engine::scheduler::SchedulerConfig;
+use crate::error::BenchError;
+use crate::measure::energy::EnergyMeter;
+use crate::measure::provenance::{Build, Machine};
+use crate::measure::{memory, pagecache};
+use crate::model::{self, inspect, Loaded, ModelPath};
+use crate::report::record::{LevelRecord, LoadClock, ModelInfo, RecordWriter, RunRecord, RunStatus};
+use crate::workload::{self, Workload};
+
+/// Runs `cfg`, recording to `cfg.out`. The record is returned (also when saved as failed, the
+/// error is returned instead).
+pub fn run(cfg: &RunConfig, command: Vec<String>, progress: &mut Progress) -> Result<RunRecord, BenchError> {
+    let workload = workload::load(&cfg.workload)?;
+    let writer = RecordWriter::open(&cfg.out).map_err(BenchError::Record)?;
+    let runtime = super::runtime(cfg)?;
+    let path = model::resolve(&cfg.model)?;
+    let files = weight_files(&path);
+    let file_refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
+    let page_cache = pagecache::residency(&file_refs);
+    let disk_before = memory::disk_read_bytes();
+    let loaded = model::load(&cfg.model)?;
+    let load = LoadClock {
+        seconds: loaded.load_time.as_secs_f64(),
+        page_cache,
+        disk_read_bytes: disk_before.zip(memory::disk_read_bytes()).map(|(a, b)| b - a),
+    };
+    for task in &workload.tasks {
+        render(&loaded, workload::TaskRun::new(task).prompt())?;
+    }
+    let energy = EnergyMeter::open();
+    let mut record = RunRecord {
+        id: format!("{}-{}", now_utc().replace([':', '-'], ""), std::process::id()),
+        started_utc: now_utc(),
+        status: RunStatus::Running,
+        command,
+        config: cfg.clone(),
+        build: Build::current(),
+        machine: Machine::current(),
+        runtime,
+        model: model_info(&loaded, &path)?,
+        workload: workload.clone(),
+        load,
+        energy_na: energy.as_ref().err().cloned(),
+        levels: Vec::new(),
+    };
+    writer.save(&record).map_err(BenchError::Record)?;
+    let result = levels(cfg, &loaded, &workload, energy.ok().as_ref(), &mut record, &writer, progress);
+    progress.finish();
+    record.status = match &result {
+        Ok(()) => RunStatus::Complete,
+        Err(e) => RunStatus::Failed { error: e.to_string() },
+    };
+    writer.save(&record).map_err(BenchError::Record)?;
+    result.map(|()| record).map_err(|e| BenchError::Saved {
+        out: cfg.out.clone(),
+        source: Box::new(e),
+    })
+}
+
+fn levels(
+    cfg: &RunConfig,
+    loaded: &Loaded,
+    workload: &Workload,
+    energy: Option<&EnergyMeter>,
+    record: &mut RunRecord,
+    writer: &RecordWriter,
+    progress: &mut Progress,
+) -> Result<(), BenchError> {
+    let setup = RoundSetup {
+        loaded,
+        workload,
+        scheduler: SchedulerConfig {
+            max_seqs: cfg.engine.max_seqs,
+            max_batch_tokens: cfg.engine.max_batch_tokens,
+            prefill_chunk: cfg.engine.prefill_chunk,
+            kv_budget_tokens: cfg.engine.kv_budget.tokens(record.model.kv_bytes_per_token),
+        },
+        sampling: cfg.sampling.clone(),
+        max_tokens: cfg.max_tokens,
+    };
+    let per_level = cfg.warmup_rounds + cfg.rounds;
+    for (li, &jobs) in cfg.jobs.iter().enumerate() {
+        memory::reset_peak();
+        record.levels.push(LevelRecord {
+            jobs,
+            peak_rss_bytes: None,
+            peak_kv_bytes: 0,
+            rounds: Vec::new(),
+        });
+        for r in 0..per_level {
+            let warmup = r < cfg.warmup_rounds;
+            let at = Position {
+                level: li + 1,
+                levels: cfg.jobs.len(),
+                jobs,
+                round: r + 1 - cfg.warmup_rounds.min(r + 1),
+                rounds: cfg.rounds,
+                warmup,
+            };
+            let out = measured_round(&setup, jobs, energy, |d, t| progress.update(at, d, t))?;
+            let level = record.levels.last_mut().expect("level pushed above");
+            level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
+            level.peak_rss_bytes = memory::peak_rss_bytes();
+            let mut round = out.record.clone();
+            round.index = r;
+            round.warmup = warmup;
+            level.rounds.push(round);
+            writer.save(record).map_err(BenchError::Record)?;
+            let last = li + 1 == cfg.jobs.len() && r + 1 == per_level;
+            if let (true, Some(path)) = (last, &cfg.trace) {
+                write_trace(path, &out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn measured_round(
+    setup: &RoundSetup<'_>,
+    jobs: usize,
+    energy: Option<&EnergyMeter>,
+    progress: impl FnMut(usize, usize),
+) -> Result<RoundOutput, BenchError> {
+    let disk = memory::disk_read_bytes();
+    let e0 = energy.and_then(EnergyMeter::read_uj);
+    let mut out = run_round(setup, jobs, progress)?;
+    out.record.disk_read_bytes = disk.zip(memory::disk_read_bytes()).map(|(a, b)| b - a);
+    out.record.energy_j = match (energy, e0, energy.and_then(EnergyMeter::read_uj)) {
+        (Some(m), Some(a), Some(b)) => Some(m.joules(a, b)),
+        _ => None,
+    };
+    Ok(out)
+}
+
+fn write_trace(path: &std::path::Path, out: &RoundOutput) -> Result<(), BenchError> {
+    let trace = crate::report::trace::chrome_trace(&out.events, out.start, &out.job_of);
+    let text = serde_json::to_string(&trace).expect("trace serializes; this is a bug");
+    std::fs::write(path, text)
+        .map_err(|e| BenchError::Record(format!("cannot write --trace {}: {e}", path.display())))
+}
+
+fn weight_files(path: &ModelPath) -> Vec<std::path::PathBuf> {
+    match path {
+        ModelPath::Gguf(p) => vec![p.clone()],
+        ModelPath::Safetensors(dir) => {
+            let mut v: Vec<_> = std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
+                .collect();
+            v.sort();
+            v
+        }
+    }
+}
+
+fn model_info(loaded: &Loaded, path: &ModelPath) -> Result<ModelInfo, BenchError> {
+    let report = match path {
+        ModelPath::Gguf(p) => inspect::inspect_gguf(p)?,
+        ModelPath::Safetensors(p) => inspect::inspect_dir(p)?,
+    };
+    let sha256 = match &report.sha256 {
+        Some(s) => s.clone(),
+        None => {
+            let parts: Result<Vec<String>, _> = weight_files(path).iter().map(|f| inspect::sha256_file(f)).collect();
+            parts?.join("+")
+        }
+    };
+    let kv = loaded.model.kv_shape();
+    Ok(ModelInfo {
+        path: path.path().to_path_buf(),
+        sha256,
+        file_bytes: loaded.file_bytes,
+        arch: report.architecture,
+        parameters: report.parameters,
+        kv_bytes_per_token: (kv.layers * kv.kv_heads * kv.head_dim * 2 * 4) as u64,
+    })
+}
+
+/// Now, UTC, RFC 3339 (seconds).
+pub fn now_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (H. Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_789), (2026, 12, 2));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -1,0 +1,69 @@
+//! Process memory and disk counters read from `/proc/self` (Linux). Elsewhere, or when a file is
+//! not readable, the functions return `None` and reports say "n/a" with [`NA_REASON`].
+
+use std::fs;
+
+/// Why a counter is missing when it is.
+pub const NA_REASON: &str = "no /proc/self counters on this system";
+
+/// Peak resident set size since start or the last [`reset_peak`] (`VmHWM`), bytes.
+pub fn peak_rss_bytes() -> Option<u64> {
+    status_kib("VmHWM:").map(|k| k * 1024)
+}
+
+/// Current resident set size (`VmRSS`), bytes.
+pub fn rss_bytes() -> Option<u64> {
+    status_kib("VmRSS:").map(|k| k * 1024)
+}
+
+/// Resets the peak RSS to the current RSS (`echo 5 > /proc/self/clear_refs`); false if refused.
+pub fn reset_peak() -> bool {
+    fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Bytes this process caused to be read from storage (`read_bytes` of `/proc/self/io`); page-cache
+/// hits do not count.
+pub fn disk_read_bytes() -> Option<u64> {
+    let io = fs::read_to_string("/proc/self/io").ok()?;
+    field(&io, "read_bytes:")
+}
+
+/// Total physical memory (`MemTotal` of `/proc/meminfo`), bytes.
+pub fn total_memory_bytes() -> Option<u64> {
+    let info = fs::read_to_string("/proc/meminfo").ok()?;
+    field(&info, "MemTotal:").map(|k| k * 1024)
+}
+
+fn status_kib(key: &str) -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    field(&status, key)
+}
+
+/// The first number after `key` on its line.
+fn field(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_fields() {
+        let text = "Name:\tx\nVmHWM:\t  1234 kB\nVmRSS:\t 1000 kB\n";
+        assert_eq!(field(text, "VmHWM:"), Some(1234));
+        assert_eq!(field(text, "VmSwap:"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reads_this_process() {
+        let peak = peak_rss_bytes().expect("linux has VmHWM");
+        let now = rss_bytes().expect("linux has VmRSS");
+        assert!(peak >= now / 2 && now > 0);
+        assert!(total_memory_bytes().unwrap_or(0) > now);
+    }
+}

@@ -1,0 +1,242 @@
+//! The result record: one JSON document per results file holding every run appended to it
+//! (failed runs too), each with its whole configuration, launch command, provenance, model and
+//! workload identity, and every raw sample. Written atomically (temp file + rename) so a reader,
+//! or a run killed mid-write, never sees a torn file. Statistics are not stored: reports compute
+//! them from the raw samples.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::config::RunConfig;
+use crate::measure::pagecache::Residency;
+use crate::measure::provenance::{Build, Machine};
+use crate::workload::{Outcome, ToolCall, Workload};
+
+/// Version of the file layout below.
+pub const FORMAT: u32 = 1;
+
+/// A results file: every run appended to it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultsFile {
+    /// Layout version ([`FORMAT`]).
+    pub tokfire_results: u32,
+    pub runs: Vec<RunRecord>,
+}
+
+/// How a run ended (so far).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Rounds are still being added (or the process died: the rounds present are complete).
+    Running,
+    Complete,
+    Failed { error: String },
+}
+
+/// One `run` or `sweep`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Unique within the file: start time and process id.
+    pub id: String,
+    /// Start, UTC, RFC 3339.
+    pub started_utc: String,
+    pub status: RunStatus,
+    /// The exact command line.
+    pub command: Vec<String>,
+    pub config: RunConfig,
+    pub build: Build,
+    pub machine: Machine,
+    /// Kernel ISA and threads the engine used.
+    pub runtime: String,
+    pub model: ModelInfo,
+    pub workload: Workload,
+    pub load: LoadClock,
+    /// Why energy is missing, when it is (`None` when a counter was read).
+    pub energy_na: Option<String>,
+    pub levels: Vec<LevelRecord>,
+}
+
+/// Which model, exactly.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// Resolved file or directory.
+    pub path: PathBuf,
+    /// sha256 of the weight file (GGUF) or of `model.safetensors` files concatenated in name order.
+    pub sha256: String,
+    /// Bytes of the weight files.
+    pub file_bytes: u64,
+    pub arch: String,
+    pub parameters: u64,
+    /// KV-cache bytes one token costs across all layers.
+    pub kv_bytes_per_token: u64,
+}
+
+/// The load clock: open + read + build weights and tokenizer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadClock {
+    /// Wall time, seconds.
+    pub seconds: f64,
+    /// Page-cache state of the weight files just before loading (none where unreadable).
+    pub page_cache: Option<Residency>,
+    /// Bytes read from storage during the load (none where unreadable).
+    pub disk_read_bytes: Option<u64>,
+}
+
+/// One concurrency level: its warm-up and measured rounds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LevelRecord {
+    pub jobs: usize,
+    /// Peak resident memory over the level (VmHWM after a reset at its start), bytes.
+    pub peak_rss_bytes: Option<u64>,
+    /// Largest KV-cache bytes held at once in the level.
+    pub peak_kv_bytes: u64,
+    /// Warm-up rounds first (flagged), then measured rounds.
+    pub rounds: Vec<RoundRecord>,
+}
+
+/// One round: every job ran the whole workload once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RoundRecord {
+    /// 0-based, counting warm-up rounds.
+    pub index: usize,
+    /// Warm-up rounds are kept apart from statistics.
+    pub warmup: bool,
+    /// From the first submission to the last finish, seconds.
+    pub wall_s: f64,
+    /// Sum of batched forward passes, seconds.
+    pub forward_s: f64,
+    /// Bytes read from storage during the round.
+    pub disk_read_bytes: Option<u64>,
+    /// Energy of the CPU package during the round, joules (none without a counter).
+    pub energy_j: Option<f64>,
+    pub tasks: Vec<TaskSample>,
+    /// Every engine step, in order.
+    pub steps: Vec<StepSample>,
+}
+
+/// One engine step as the scheduler planned it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StepSample {
+    /// Start, seconds after the round's start.
+    pub at_s: f64,
+    /// Sequences in the step.
+    pub seqs: usize,
+    pub prefill_tokens: usize,
+    pub decode_tokens: usize,
+    /// Forward pass, seconds.
+    pub forward_s: f64,
+    /// Step start to end (forward, sampling, bookkeeping), seconds.
+    pub step_s: f64,
+}
+
+/// One task as one job ran it (all turns, for tool agents).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskSample {
+    /// Job index, 0-based.
+    pub job: usize,
+    pub task: String,
+    /// Generations it took (1 unless a tool agent looped).
+    pub turns: usize,
+    /// Submission of its first request, seconds after the round's start.
+    pub start_s: f64,
+    /// Submitted → admitted by the scheduler (first turn), seconds.
+    pub queue_wait_s: f64,
+    /// Time to first token: submission → first output token, seconds.
+    pub ttft_s: Option<f64>,
+    /// Submission → last token of the last turn, seconds.
+    pub completion_s: f64,
+    /// Prompt tokens over all turns.
+    pub prompt_tokens: usize,
+    /// Output tokens over all turns.
+    pub output_tokens: usize,
+    /// First turn's prompt tokens ÷ (first token − admission), tokens/s.
+    pub prompt_tok_s: Option<f64>,
+    /// Time per output token: (completion − TTFT) ÷ (output tokens − 1), seconds.
+    pub tpot_s: Option<f64>,
+    /// Gaps between consecutive output tokens within a turn, milliseconds.
+    pub gaps_ms: Vec<f64>,
+    /// Whether the last turn hit the token limit.
+    pub hit_limit: bool,
+    pub outcome: Outcome,
+    pub tool_calls: Vec<ToolCall>,
+    /// The final output text.
+    pub output: String,
+}
+
+/// Loads a results file; a missing file is an empty one.
+pub fn read(path: &Path) -> Result<ResultsFile, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{} is not a tokfire results file ({e}); pass another --out",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ResultsFile {
+            tokfire_results: FORMAT,
+            runs: Vec::new(),
+        }),
+        Err(e) => Err(format!(
+            "cannot read {}: {e}; pass a writable --out",
+            path.display()
+        )),
+    }
+}
+
+/// Writes `file` to `path` atomically: a temp file beside it, flushed and synced, then renamed.
+pub fn write_atomic(path: &Path, file: &ResultsFile) -> Result<(), String> {
+    let fail = |what: &str, e: std::io::Error| {
+        format!("cannot {what} {}: {e}; pass a writable --out", path.display())
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| fail("create the directory of", e))?;
+    let name = path.file_name().map_or("results".into(), |n| n.to_string_lossy().to_string());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let json = serde_json::to_vec_pretty(file).expect("records serialize; this is a bug");
+    let mut f = std::fs::File::create(&tmp).map_err(|e| fail("write", e))?;
+    f.write_all(&json)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| fail("write", e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail("replace", e)
+    })
+}
+
+/// Keeps a run in its results file: the file's other runs are kept, this run's entry (by id)
+/// is replaced or appended, and the whole file is rewritten atomically.
+pub struct RecordWriter {
+    path: PathBuf,
+}
+
+impl RecordWriter {
+    /// Checks now that `path` is a results file (or absent) and its directory writable, so a bad
+    /// `--out` fails before any work.
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let existing = read(path)?;
+        let w = Self {
+            path: path.to_path_buf(),
+        };
+        write_atomic(path, &existing)?;
+        Ok(w)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Saves `run`; rereads the file so runs appended meanwhile are kept.
+    pub fn save(&self, run: &RunRecord) -> Result<(), String> {
+        let mut file = read(&self.path)?;
+        match file.runs.iter_mut().find(|r| r.id == run.id) {
+            Some(slot) => *slot = run.clone(),
+            None => file.runs.push(run.clone()),
+        }
+        write_atomic(&self.path, &file)
+    }
+}

@@ -1,0 +1,226 @@
+//! The results sheet: per concurrency level, statistics computed once from the raw samples of
+//! the measured rounds (warm-up rounds excluded). Pure: records in, summaries out.
+//!
+//! Definitions (also in `sweep --help`):
+//! - attempted: tasks started in measured rounds; completed: tasks that ended with an answer
+//!   (pass or fail), abstentions excluded; failures: tasks whose answer failed validation.
+//! - TTFT: submission → first output token. Completion: submission → last token.
+//! - per-job tok/s: a job's output tokens ÷ (its last finish − its first submission), per round.
+//! - aggregate tok/s: all output tokens of a round ÷ the round's wall window.
+//! - tail: p95 with ≥ 20 samples, else the slowest sample.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::record::{LevelRecord, RoundRecord};
+use crate::measure::stats::{max, median, min, tail};
+use crate::workload::Outcome;
+
+/// One row of the sheet.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelSummary {
+    pub jobs: usize,
+    pub rounds: usize,
+    pub attempted: usize,
+    pub completed: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub abstained: usize,
+    /// Median TTFT, seconds.
+    pub ttft_median_s: Option<f64>,
+    /// TTFT tail (p95 or slowest, see `tail_kind`), seconds.
+    pub ttft_tail_s: Option<f64>,
+    pub completion_median_s: Option<f64>,
+    pub completion_tail_s: Option<f64>,
+    /// "p95" or "slowest".
+    pub tail_kind: String,
+    /// Median over (job, round) samples, tokens/s.
+    pub job_tok_s_median: Option<f64>,
+    /// The slowest job: smallest of the per-job medians over rounds, tokens/s.
+    pub job_tok_s_slowest: Option<f64>,
+    /// Median over rounds, tokens/s.
+    pub aggregate_tok_s: Option<f64>,
+    /// Median of first-turn prompt tokens/s over tasks.
+    pub prompt_tok_s: Option<f64>,
+    pub peak_rss_bytes: Option<u64>,
+    pub peak_kv_bytes: u64,
+    /// Decode steps by sequences carried: seqs → steps.
+    pub decode_steps_by_seqs: BTreeMap<usize, usize>,
+    /// Fraction of decode steps that carried `jobs` or more sequences.
+    pub full_step_fraction: Option<f64>,
+    /// Wall time outside forward passes ÷ wall time, over measured rounds.
+    pub harness_fraction: Option<f64>,
+    /// Energy per output token, joules (none without a counter).
+    pub joules_per_token: Option<f64>,
+}
+
+fn measured(level: &LevelRecord) -> impl Iterator<Item = &RoundRecord> {
+    level.rounds.iter().filter(|r| !r.warmup)
+}
+
+/// Per-job tok/s of one round, by job index.
+pub fn job_rates(round: &RoundRecord) -> BTreeMap<usize, f64> {
+    let mut span: BTreeMap<usize, (f64, f64, usize)> = BTreeMap::new();
+    for t in &round.tasks {
+        let e = span.entry(t.job).or_insert((f64::MAX, 0.0, 0));
+        e.0 = e.0.min(t.start_s);
+        e.1 = e.1.max(t.start_s + t.completion_s);
+        e.2 += t.output_tokens;
+    }
+    span.into_iter()
+        .filter(|(_, (a, b, _))| b > a)
+        .map(|(j, (a, b, n))| (j, n as f64 / (b - a)))
+        .collect()
+}
+
+/// Summarises one level.
+pub fn summarize(level: &LevelRecord) -> LevelSummary {
+    let rounds: Vec<&RoundRecord> = measured(level).collect();
+    let tasks: Vec<_> = rounds.iter().flat_map(|r| r.tasks.iter()).collect();
+    let count = |f: fn(&Outcome) -> bool| tasks.iter().filter(|t| f(&t.outcome)).count();
+    let passed = count(|o| matches!(o, Outcome::Pass));
+    let failed = count(|o| matches!(o, Outcome::Fail { .. }));
+    let abstained = count(|o| matches!(o, Outcome::Abstain { .. }));
+    let ttft: Vec<f64> = tasks.iter().filter_map(|t| t.ttft_s).collect();
+    let completion: Vec<f64> = tasks.iter().map(|t| t.completion_s).collect();
+    let mut per_job: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for r in &rounds {
+        for (j, v) in job_rates(r) {
+            per_job.entry(j).or_default().push(v);
+        }
+    }
+    let all_rates: Vec<f64> = per_job.values().flatten().copied().collect();
+    let job_medians: Vec<f64> = per_job.values().filter_map(|v| median(v)).collect();
+    let aggregate: Vec<f64> = rounds
+        .iter()
+        .filter(|r| r.wall_s > 0.0)
+        .map(|r| r.tasks.iter().map(|t| t.output_tokens).sum::<usize>() as f64 / r.wall_s)
+        .collect();
+    let mut hist = BTreeMap::new();
+    for s in rounds.iter().flat_map(|r| &r.steps).filter(|s| s.decode_tokens > 0) {
+        *hist.entry(s.seqs).or_insert(0) += 1;
+    }
+    let decode_steps: usize = hist.values().sum();
+    let full: usize = hist.range(level.jobs..).map(|(_, n)| n).sum();
+    let wall: f64 = rounds.iter().map(|r| r.wall_s).sum();
+    let forward: f64 = rounds.iter().map(|r| r.forward_s).sum();
+    let tokens: usize = tasks.iter().map(|t| t.output_tokens).sum();
+    let energy: Option<f64> = rounds.iter().map(|r| r.energy_j).sum();
+    LevelSummary {
+        jobs: level.jobs,
+        rounds: rounds.len(),
+        attempted: tasks.len(),
+        completed: passed + failed,
+        passed,
+        failed,
+        abstained,
+        ttft_median_s: median(&ttft),
+        ttft_tail_s: tail(&ttft).map(|t| t.0),
+        completion_median_s: median(&completion),
+        completion_tail_s: tail(&completion).map(|t| t.0),
+        tail_kind: tail(&completion).map_or("slowest", |t| t.1).to_string(),
+        job_tok_s_median: median(&all_rates),
+        job_tok_s_slowest: min(&job_medians),
+        aggregate_tok_s: median(&aggregate),
+        prompt_tok_s: median(&tasks.iter().filter_map(|t| t.prompt_tok_s).collect::<Vec<_>>()),
+        peak_rss_bytes: level.peak_rss_bytes,
+        peak_kv_bytes: level.peak_kv_bytes,
+        decode_steps_by_seqs: hist,
+        full_step_fraction: (decode_steps > 0).then(|| full as f64 / decode_steps as f64),
+        harness_fraction: (wall > 0.0).then(|| (wall - forward).max(0.0) / wall),
+        joules_per_token: energy.filter(|_| tokens > 0).map(|e| e / tokens as f64),
+    }
+}
+
+/// Kernel warm-up: the first pure-decode step of the first round minus the median of pure-decode
+/// steps with the same number of sequences in the measured rounds, seconds.
+pub fn kernel_warmup_s(level: &LevelRecord) -> Option<f64> {
+    let first = level.rounds.first()?;
+    let s0 = first.steps.iter().find(|s| s.prefill_tokens == 0 && s.decode_tokens > 0)?;
+    let steady: Vec<f64> = measured(level)
+        .flat_map(|r| &r.steps)
+        .filter(|s| s.prefill_tokens == 0 && s.seqs == s0.seqs)
+        .map(|s| s.forward_s)
+        .collect();
+    median(&steady).map(|m| s0.forward_s - m)
+}
+
+/// The first TTFT the process produced (first task of the first round), seconds.
+pub fn first_ttft_s(level: &LevelRecord) -> Option<f64> {
+    let r = level.rounds.first()?;
+    r.tasks
+        .iter()
+        .min_by(|a, b| a.start_s.total_cmp(&b.start_s))
+        .and_then(|t| t.ttft_s)
+}
+
+/// Largest per-request completion over all measured rounds, seconds.
+pub fn slowest_completion_s(level: &LevelRecord) -> Option<f64> {
+    let v: Vec<f64> = measured(level).flat_map(|r| r.tasks.iter().map(|t| t.completion_s)).collect();
+    max(&v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::record::{StepSample, TaskSample};
+
+    fn task(job: usize, start: f64, completion: f64, tokens: usize, outcome: Outcome) -> TaskSample {
+        TaskSample {
+            job,
+            task: "t".into(),
+            turns: 1,
+            start_s: start,
+            queue_wait_s: 0.0,
+            ttft_s: Some(0.1),
+            completion_s: completion,
+            prompt_tokens: 5,
+            output_tokens: tokens,
+            prompt_tok_s: None,
+            tpot_s: None,
+            gaps_ms: vec![],
+            hit_limit: false,
+            outcome,
+            tool_calls: vec![],
+            output: String::new(),
+        }
+    }
+
+    fn step(seqs: usize, decode: usize) -> StepSample {
+        StepSample { at_s: 0.0, seqs, prefill_tokens: 0, decode_tokens: decode, forward_s: 0.01, step_s: 0.01 }
+    }
+
+    #[test]
+    fn a_fast_total_does_not_hide_a_slow_job() {
+        // Two jobs over a 10 s window: one made 200 tokens, the other 40.
+        let round = RoundRecord {
+            index: 1,
+            warmup: false,
+            wall_s: 10.0,
+            forward_s: 9.9,
+            disk_read_bytes: None,
+            energy_j: None,
+            tasks: vec![
+                task(0, 0.0, 5.0, 100, Outcome::Pass),
+                task(0, 5.0, 5.0, 100, Outcome::Pass),
+                task(1, 0.0, 10.0, 40, Outcome::Fail { reason: "x".into() }),
+            ],
+            steps: vec![step(2, 2), step(2, 2), step(1, 1), step(2, 1)],
+        };
+        let mut warm = round.clone();
+        warm.warmup = true;
+        warm.tasks.clear();
+        let level = LevelRecord { jobs: 2, peak_rss_bytes: Some(1), peak_kv_bytes: 2, rounds: vec![warm, round] };
+        let s = summarize(&level);
+        assert_eq!((s.rounds, s.attempted, s.completed, s.passed, s.failed), (1, 3, 3, 2, 1));
+        assert_eq!(s.aggregate_tok_s, Some(24.0));
+        assert_eq!(s.job_tok_s_slowest, Some(4.0));
+        assert_eq!(s.job_tok_s_median, Some(12.0));
+        assert_eq!(s.decode_steps_by_seqs, BTreeMap::from([(1, 1), (2, 3)]));
+        assert_eq!(s.full_step_fraction, Some(0.75));
+        assert!((s.harness_fraction.unwrap() - 0.01).abs() < 1e-9);
+        assert_eq!(s.tail_kind, "slowest");
+        assert_eq!(s.completion_tail_s, Some(10.0));
+    }
+}

@@ -10,7 +10,8 @@ fn main() {
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
             .filter(|s| !s.is_empty())
     };
-    let commit = run("git", &["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let commit =
+        run("git", &["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let rustc_version = run(&rustc, &["-V"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=TOKFIRE_GIT_COMMIT={commit}");

@@ -16,7 +16,8 @@ const CLOCKS: &str = "Clocks (stderr):
   prefill  prompt tokens through the model up to the first token (time to first token)
   decode   every later token, one forward + sample each; tok/s = tokens / summed step time";
 
-const SHEET: &str = "Each job submits the workload's tasks one after another to the one shared engine.
+const SHEET: &str =
+    "Each job submits the workload's tasks one after another to the one shared engine.
 Per level: warm-up round(s), then measured rounds; statistics use measured rounds only.
   TTFT         submission of a task -> its first output token (queue + prefill)
   completion   submission -> last token of the task (all turns for tool agents)

@@ -86,9 +86,9 @@ pub enum BenchError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
-    Workload(#[from] crate::workload::WorkloadError),
+    Workload(Box<crate::workload::WorkloadError>),
     #[error(transparent)]
-    Model(#[from] ModelError),
+    Model(Box<ModelError>),
     #[error(transparent)]
     Engine(#[from] EngineError),
     #[error("results file: {0}")]
@@ -98,4 +98,16 @@ pub enum BenchError {
         out: std::path::PathBuf,
         source: Box<BenchError>,
     },
+}
+
+impl From<crate::workload::WorkloadError> for BenchError {
+    fn from(e: crate::workload::WorkloadError) -> Self {
+        Self::Workload(Box::new(e))
+    }
+}
+
+impl From<ModelError> for BenchError {
+    fn from(e: ModelError) -> Self {
+        Self::Model(Box::new(e))
+    }
 }

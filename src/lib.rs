@@ -4,12 +4,12 @@
 //! Layers: [`cli`] (clap) → [`config`] (validated settings) → [`model`] (files, tokenizer,
 //! weights, forward) → [`engine`] (caches, sampler, loops) → [`report`] (what the user reads).
 
+pub mod bench;
 pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod engine;
 pub mod error;
-pub mod bench;
 pub mod measure;
 pub mod model;
 pub mod report;

@@ -74,13 +74,33 @@ fn sweep_prints_the_sheet_and_records_every_field() {
     let wl = workload(dir.path(), WORKLOAD);
     let out = dir.path().join("res").join("r.json");
     let trace = dir.path().join("trace.json");
-    let (m, wl, o) = (m.to_str().unwrap(), wl.to_str().unwrap(), out.to_str().unwrap());
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
     let mut a = vec!["sweep", "--jobs", "1,3", "--trace", trace.to_str().unwrap()];
     a.extend(args(m, wl, o));
     let res = tokfire().args(&a).output().unwrap();
     let stdout = String::from_utf8_lossy(&res.stdout);
-    assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
-    for want in ["done/tried", "TTFT med s", "agg tok/s", "batching", "verdict", "task:", "prompts:", "quality:", "timing:", "resources:", "command:"] {
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    for want in [
+        "done/tried",
+        "TTFT med s",
+        "agg tok/s",
+        "batching",
+        "verdict",
+        "task:",
+        "prompts:",
+        "quality:",
+        "timing:",
+        "resources:",
+        "command:",
+    ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
     let file = read(&out);
@@ -103,20 +123,32 @@ fn sweep_prints_the_sheet_and_records_every_field() {
             assert!(r.wall_s > 0.0 && r.forward_s > 0.0 && r.forward_s <= r.wall_s);
             assert!(!r.steps.is_empty());
             for t in &r.tasks {
-                assert!(t.output_tokens >= 1 && t.ttft_s.is_some() && t.completion_s >= t.ttft_s.unwrap());
+                assert!(
+                    t.output_tokens >= 1
+                        && t.ttft_s.is_some()
+                        && t.completion_s >= t.ttft_s.unwrap()
+                );
                 assert_eq!(t.gaps_ms.len(), t.output_tokens - 1);
             }
         }
     }
     let three = &run.levels[1];
     assert!(
-        three.rounds.iter().flat_map(|r| &r.steps).any(|s| s.seqs == 3 && s.decode_tokens == 3),
+        three
+            .rounds
+            .iter()
+            .flat_map(|r| &r.steps)
+            .any(|s| s.seqs == 3 && s.decode_tokens == 3),
         "3 jobs were batched into one decode step"
     );
     // The record round-trips through serde.
     let again: ResultsFile = serde_json::from_str(&serde_json::to_string(&file).unwrap()).unwrap();
-    assert_eq!(serde_json::to_value(&again).unwrap(), serde_json::to_value(&file).unwrap());
-    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(
+        serde_json::to_value(&again).unwrap(),
+        serde_json::to_value(&file).unwrap()
+    );
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     assert!(t["traceEvents"].as_array().unwrap().len() > 10);
 
     // A second run appends to the same file.
@@ -132,27 +164,41 @@ fn sweep_prints_the_sheet_and_records_every_field() {
 fn sigkill_after_round_two_leaves_a_valid_record_of_the_rounds_done() {
     let dir = tempfile::tempdir().unwrap();
     let m = tiny(dir.path());
-    let slow = WORKLOAD.replace("max_tokens = 6", "max_tokens = 120").replace("max_tokens = 5", "max_tokens = 120");
+    let slow = WORKLOAD
+        .replace("max_tokens = 6", "max_tokens = 120")
+        .replace("max_tokens = 5", "max_tokens = 120");
     let wl = workload(dir.path(), &slow);
     let out = dir.path().join("r.json");
     let bin = assert_cmd::cargo::cargo_bin("tokfire");
     let mut child = std::process::Command::new(bin)
         .args(["run", "--jobs", "2", "--warmup", "0", "--rounds", "3"])
-        .args(args(m.to_str().unwrap(), wl.to_str().unwrap(), out.to_str().unwrap()))
+        .args(args(
+            m.to_str().unwrap(),
+            wl.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ))
         .env("TOKFIRE_LOG", "error")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let rounds = |p: &Path| -> usize {
-        let Ok(text) = std::fs::read_to_string(p) else { return 0 };
-        let file: ResultsFile = serde_json::from_str(&text).expect("the record is always valid JSON");
-        file.runs.first().map_or(0, |r| r.levels.iter().map(|l| l.rounds.len()).sum())
+        let Ok(text) = std::fs::read_to_string(p) else {
+            return 0;
+        };
+        let file: ResultsFile =
+            serde_json::from_str(&text).expect("the record is always valid JSON");
+        file.runs
+            .first()
+            .map_or(0, |r| r.levels.iter().map(|l| l.rounds.len()).sum())
     };
     let deadline = Instant::now() + Duration::from_secs(120);
     while rounds(&out) < 2 {
         assert!(Instant::now() < deadline, "round 2 never saved");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before round 2 was seen");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before round 2 was seen"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     child.kill().unwrap(); // SIGKILL on Unix
@@ -162,7 +208,11 @@ fn sigkill_after_round_two_leaves_a_valid_record_of_the_rounds_done() {
     let done = run.levels[0].rounds.len();
     assert!(done >= 2, "rounds 1-2 kept");
     if done == 2 {
-        assert_eq!(run.status, RunStatus::Running, "killed mid-run: status says it never finished");
+        assert_eq!(
+            run.status,
+            RunStatus::Running,
+            "killed mid-run: status says it never finished"
+        );
     }
     for r in &run.levels[0].rounds {
         assert_eq!(r.tasks.len(), 6);
@@ -186,40 +236,132 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
     let out = dir.path().join("kept.json");
     let o = out.to_str().unwrap();
     let good = workload(dir.path(), WORKLOAD);
-    let mut a = vec!["run", "--rounds", "1", "--allow-few-rounds", "--warmup", "0"];
+    let mut a = vec![
+        "run",
+        "--rounds",
+        "1",
+        "--allow-few-rounds",
+        "--warmup",
+        "0",
+    ];
     a.extend(args(m, good.to_str().unwrap(), o));
     assert!(tokfire().args(&a).output().unwrap().status.success());
     let before = std::fs::read(&out).unwrap();
 
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, WORKLOAD.replace("max_tokens = 6", "max_tokens = \"six\"")).unwrap();
-    let e = fails(&["run", "--model", m, "--workload", bad.to_str().unwrap(), "--out", o]);
-    assert!(e.contains("bad.toml") && e.contains("max_tokens") && e.contains("line"), "{e}");
+    std::fs::write(
+        &bad,
+        WORKLOAD.replace("max_tokens = 6", "max_tokens = \"six\""),
+    )
+    .unwrap();
+    let e = fails(&[
+        "run",
+        "--model",
+        m,
+        "--workload",
+        bad.to_str().unwrap(),
+        "--out",
+        o,
+    ]);
+    assert!(
+        e.contains("bad.toml") && e.contains("max_tokens") && e.contains("line"),
+        "{e}"
+    );
 
-    std::fs::write(&bad, WORKLOAD.replace("kind = \"regex\"", "kind = \"telepathy\"")).unwrap();
-    let e = fails(&["run", "--model", m, "--workload", bad.to_str().unwrap(), "--out", o]);
+    std::fs::write(
+        &bad,
+        WORKLOAD.replace("kind = \"regex\"", "kind = \"telepathy\""),
+    )
+    .unwrap();
+    let e = fails(&[
+        "run",
+        "--model",
+        m,
+        "--workload",
+        bad.to_str().unwrap(),
+        "--out",
+        o,
+    ]);
     assert!(e.contains("telepathy") && e.contains("contains"), "{e}");
 
-    let e = fails(&["sweep", "--model", m, "--workload", good.to_str().unwrap(), "--jobs", "1,0", "--out", o]);
+    let e = fails(&[
+        "sweep",
+        "--model",
+        m,
+        "--workload",
+        good.to_str().unwrap(),
+        "--jobs",
+        "1,0",
+        "--out",
+        o,
+    ]);
     assert!(e.contains("--jobs"), "{e}");
-    let e = fails(&["run", "--model", m, "--workload", good.to_str().unwrap(), "--rounds", "0", "--out", o]);
+    let e = fails(&[
+        "run",
+        "--model",
+        m,
+        "--workload",
+        good.to_str().unwrap(),
+        "--rounds",
+        "0",
+        "--out",
+        o,
+    ]);
     assert!(e.contains("--rounds"), "{e}");
-    let e = fails(&["run", "--model", m, "--workload", good.to_str().unwrap(), "--rounds", "2", "--out", o]);
+    let e = fails(&[
+        "run",
+        "--model",
+        m,
+        "--workload",
+        good.to_str().unwrap(),
+        "--rounds",
+        "2",
+        "--out",
+        o,
+    ]);
     assert!(e.contains("--allow-few-rounds"), "{e}");
-    let e = fails(&["run", "--model", m, "--workload", "no-such-workload", "--out", o]);
+    let e = fails(&[
+        "run",
+        "--model",
+        m,
+        "--workload",
+        "no-such-workload",
+        "--out",
+        o,
+    ]);
     assert!(e.contains("no-such-workload") && e.contains("chat"), "{e}");
 
     // An --out that cannot be written fails before any work; a non-results file is not touched.
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "x").unwrap();
     let unwritable = blocker.join("r.json");
-    let e = fails(&["run", "--model", m, "--workload", good.to_str().unwrap(), "--out", unwritable.to_str().unwrap()]);
+    let e = fails(&[
+        "run",
+        "--model",
+        m,
+        "--workload",
+        good.to_str().unwrap(),
+        "--out",
+        unwritable.to_str().unwrap(),
+    ]);
     assert!(e.contains("--out") && e.contains("file"), "{e}");
     let notes = dir.path().join("notes.json");
     std::fs::write(&notes, "my notes").unwrap();
-    let e = fails(&["run", "--model", m, "--workload", good.to_str().unwrap(), "--out", notes.to_str().unwrap()]);
+    let e = fails(&[
+        "run",
+        "--model",
+        m,
+        "--workload",
+        good.to_str().unwrap(),
+        "--out",
+        notes.to_str().unwrap(),
+    ]);
     assert!(e.contains("not a tokfire results file"), "{e}");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes");
 
-    assert_eq!(std::fs::read(&out).unwrap(), before, "nothing already written is lost");
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        before,
+        "nothing already written is lost"
+    );
 }

@@ -27,14 +27,28 @@ fn three_jobs_give_the_same_outputs_as_one_and_really_batch() {
     };
     let one = run_round(&setup, 1, |_, _| {}).unwrap().record;
     let three = run_round(&setup, 3, |_, _| {}).unwrap().record;
-    let alone: BTreeMap<&str, &str> = one.tasks.iter().map(|t| (t.task.as_str(), t.output.as_str())).collect();
+    let alone: BTreeMap<&str, &str> = one
+        .tasks
+        .iter()
+        .map(|t| (t.task.as_str(), t.output.as_str()))
+        .collect();
     assert_eq!(alone.len(), workload.tasks.len());
     assert_eq!(three.tasks.len(), 3 * workload.tasks.len());
     for t in &three.tasks {
-        assert_eq!(t.output, alone[t.task.as_str()], "task {} of job {}", t.task, t.job);
+        assert_eq!(
+            t.output,
+            alone[t.task.as_str()],
+            "task {} of job {}",
+            t.task,
+            t.job
+        );
         assert!(t.output_tokens > 0);
     }
     let full = three.steps.iter().filter(|s| s.decode_tokens == 3).count();
-    assert!(full > 0, "no decode step carried all 3 jobs: {:?}", three.steps.iter().map(|s| s.seqs).collect::<Vec<_>>());
+    assert!(
+        full > 0,
+        "no decode step carried all 3 jobs: {:?}",
+        three.steps.iter().map(|s| s.seqs).collect::<Vec<_>>()
+    );
     assert!(one.steps.iter().all(|s| s.seqs == 1));
 }

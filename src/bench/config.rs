@@ -116,11 +116,24 @@ impl RunConfig {
         self.sampling.validate()?;
         let mut warnings = Vec::new();
         if self.jobs.is_empty() || self.jobs.contains(&0) {
-            let v = self.jobs.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(",");
-            return Err(flag("--jobs", v, "every level needs at least 1 job, e.g. --jobs 1,2,3"));
+            let v = self
+                .jobs
+                .iter()
+                .map(|j| j.to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            return Err(flag(
+                "--jobs",
+                v,
+                "every level needs at least 1 job, e.g. --jobs 1,2,3",
+            ));
         }
         if self.rounds == 0 {
-            return Err(flag("--rounds", "0".into(), "at least 1 measured round is needed (3 or more for a median)"));
+            return Err(flag(
+                "--rounds",
+                "0".into(),
+                "at least 1 measured round is needed (3 or more for a median)",
+            ));
         }
         if self.rounds < MIN_ROUNDS {
             if !allow_few_rounds {
@@ -146,7 +159,11 @@ impl RunConfig {
             }
         }
         if e.threads == Some(0) {
-            return Err(flag("--threads", "0".into(), "must be at least 1 (leave it out for all CPUs)"));
+            return Err(flag(
+                "--threads",
+                "0".into(),
+                "must be at least 1 (leave it out for all CPUs)",
+            ));
         }
         if self.max_tokens == Some(0) {
             return Err(flag("--max-tokens", "0".into(), "must be at least 1"));
@@ -169,8 +186,14 @@ mod tests {
     #[test]
     fn kv_budget_parses_tokens_and_bytes() {
         assert_eq!(KvBudget::parse("4096").ok(), Some(KvBudget::Tokens(4096)));
-        assert_eq!(KvBudget::parse("64MiB").ok(), Some(KvBudget::Bytes(64 << 20)));
-        assert_eq!(KvBudget::parse("1GB").ok(), Some(KvBudget::Bytes(1_000_000_000)));
+        assert_eq!(
+            KvBudget::parse("64MiB").ok(),
+            Some(KvBudget::Bytes(64 << 20))
+        );
+        assert_eq!(
+            KvBudget::parse("1GB").ok(),
+            Some(KvBudget::Bytes(1_000_000_000))
+        );
         assert!(KvBudget::parse("lots").is_err());
         assert!(KvBudget::parse("12 parsecs").is_err());
         assert_eq!(KvBudget::Bytes(1000).tokens(10), 100);

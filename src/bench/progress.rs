@@ -48,7 +48,11 @@ impl Progress {
         };
         let width = 20;
         let filled = (done * width).checked_div(total).unwrap_or(0);
-        let bar = format!("{}{}", "#".repeat(filled), "-".repeat(width - filled.min(width)));
+        let bar = format!(
+            "{}{}",
+            "#".repeat(filled),
+            "-".repeat(width - filled.min(width))
+        );
         eprint!(
             "\r\x1b[2Klevel {}/{} ({} job{}) · {round} · [{bar}] {done}/{total} tasks",
             at.level,

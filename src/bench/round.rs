@@ -106,7 +106,12 @@ impl<'a, 's> Driver<'a, 's> {
             .as_mut()
             .expect("a turn is submitted for an active task; this is a bug");
         let text = render(self.setup.loaded, active.run.prompt())?;
-        let prompt = self.setup.loaded.tokenizer.encode(&text).map_err(|e| EngineError::Invalid(e.to_string()))?;
+        let prompt = self
+            .setup
+            .loaded
+            .tokenizer
+            .encode(&text)
+            .map_err(|e| EngineError::Invalid(e.to_string()))?;
         let limit = active.run.max_tokens();
         let max_new = self.setup.max_tokens.map_or(limit, |cap| cap.min(limit));
         let id = self.next_id;
@@ -132,7 +137,10 @@ impl<'a, 's> Driver<'a, 's> {
             .decode(&ids)
             .map_err(|e| EngineError::Invalid(e.to_string()))?;
         let hit_limit = reason == FinishReason::Length;
-        let active = self.jobs[job].active.as_mut().expect("finished request has an active task");
+        let active = self.jobs[job]
+            .active
+            .as_mut()
+            .expect("finished request has an active task");
         match active.run.feed(&text, hit_limit) {
             Next::Continue => {
                 self.submit_turn(job)?;

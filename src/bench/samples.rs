@@ -94,7 +94,10 @@ fn task_sample(done: &TaskDone, lines: &HashMap<RequestId, Timeline>) -> TaskSam
         .iter()
         .filter_map(|t| t.finished)
         .fold(start, f64::max);
-    let ttft = turns.iter().find_map(|t| t.tokens.first()).map(|t| t - start);
+    let ttft = turns
+        .iter()
+        .find_map(|t| t.tokens.first())
+        .map(|t| t - start);
     let output_tokens: usize = turns.iter().map(|t| t.tokens.len()).sum();
     let completion = end - start;
     let prompt_tok_s = match (first.admitted, first.tokens.first()) {
@@ -132,7 +135,11 @@ fn task_sample(done: &TaskDone, lines: &HashMap<RequestId, Timeline>) -> TaskSam
 pub fn round_record(events: &[Event], start: Instant, done: &[TaskDone]) -> RoundRecord {
     let lines = timelines(events, start);
     let mut tasks: Vec<TaskSample> = done.iter().map(|d| task_sample(d, &lines)).collect();
-    tasks.sort_by(|a, b| (a.job, a.start_s).partial_cmp(&(b.job, b.start_s)).unwrap_or(std::cmp::Ordering::Equal));
+    tasks.sort_by(|a, b| {
+        (a.job, a.start_s)
+            .partial_cmp(&(b.job, b.start_s))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     let steps = steps(events, start);
     let wall = events.last().map_or(0.0, |e| secs(e.at, start));
     RoundRecord {
@@ -166,7 +173,11 @@ mod tests {
     #[test]
     fn task_timings_come_from_events() {
         let s = Instant::now();
-        let step = |seqs, p, d| EventKind::StepStart { seqs, prefill_tokens: p, decode_tokens: d };
+        let step = |seqs, p, d| EventKind::StepStart {
+            seqs,
+            prefill_tokens: p,
+            decode_tokens: d,
+        };
         let events = vec![
             ev(s, 0, Some(7), EventKind::Submitted { prompt_tokens: 10 }),
             ev(s, 5, Some(7), EventKind::Admitted),
@@ -178,7 +189,15 @@ mod tests {
             ev(s, 35, None, EventKind::StepEnd { forward_us: 9_000 }),
             ev(s, 35, None, step(1, 0, 1)),
             ev(s, 55, Some(7), EventKind::Token { token: 3 }),
-            ev(s, 55, Some(7), EventKind::Finished { reason: FinishReason::Length, output_tokens: 3 }),
+            ev(
+                s,
+                55,
+                Some(7),
+                EventKind::Finished {
+                    reason: FinishReason::Length,
+                    output_tokens: 3,
+                },
+            ),
             ev(s, 56, None, EventKind::StepEnd { forward_us: 19_000 }),
         ];
         let done = TaskDone {
@@ -206,6 +225,9 @@ mod tests {
         assert_eq!(r.steps.len(), 3);
         assert!(close(r.forward_s, 0.047));
         assert!(close(r.wall_s, 0.056));
-        assert_eq!((r.steps[0].prefill_tokens, r.steps[1].decode_tokens), (10, 1));
+        assert_eq!(
+            (r.steps[0].prefill_tokens, r.steps[1].decode_tokens),
+            (10, 1)
+        );
     }
 }

@@ -12,12 +12,18 @@ use crate::measure::energy::EnergyMeter;
 use crate::measure::provenance::{Build, Machine};
 use crate::measure::{memory, pagecache};
 use crate::model::{self, inspect, Loaded, ModelPath};
-use crate::report::record::{LevelRecord, LoadClock, ModelInfo, RecordWriter, RunRecord, RunStatus};
+use crate::report::record::{
+    LevelRecord, LoadClock, ModelInfo, RecordWriter, RunRecord, RunStatus,
+};
 use crate::workload::{self, Workload};
 
 /// Runs `cfg`, recording to `cfg.out`. The record is returned (also when saved as failed, the
 /// error is returned instead).
-pub fn run(cfg: &RunConfig, command: Vec<String>, progress: &mut Progress) -> Result<RunRecord, BenchError> {
+pub fn run(
+    cfg: &RunConfig,
+    command: Vec<String>,
+    progress: &mut Progress,
+) -> Result<RunRecord, BenchError> {
     let workload = workload::load(&cfg.workload)?;
     let writer = RecordWriter::open(&cfg.out).map_err(BenchError::Record)?;
     let runtime = super::runtime(cfg)?;
@@ -30,14 +36,20 @@ pub fn run(cfg: &RunConfig, command: Vec<String>, progress: &mut Progress) -> Re
     let load = LoadClock {
         seconds: loaded.load_time.as_secs_f64(),
         page_cache,
-        disk_read_bytes: disk_before.zip(memory::disk_read_bytes()).map(|(a, b)| b - a),
+        disk_read_bytes: disk_before
+            .zip(memory::disk_read_bytes())
+            .map(|(a, b)| b - a),
     };
     for task in &workload.tasks {
         render(&loaded, workload::TaskRun::new(task).prompt())?;
     }
     let energy = EnergyMeter::open();
     let mut record = RunRecord {
-        id: format!("{}-{}", now_utc().replace([':', '-'], ""), std::process::id()),
+        id: format!(
+            "{}-{}",
+            now_utc().replace([':', '-'], ""),
+            std::process::id()
+        ),
         started_utc: now_utc(),
         status: RunStatus::Running,
         command,
@@ -52,11 +64,21 @@ pub fn run(cfg: &RunConfig, command: Vec<String>, progress: &mut Progress) -> Re
         levels: Vec::new(),
     };
     writer.save(&record).map_err(BenchError::Record)?;
-    let result = levels(cfg, &loaded, &workload, energy.ok().as_ref(), &mut record, &writer, progress);
+    let result = levels(
+        cfg,
+        &loaded,
+        &workload,
+        energy.ok().as_ref(),
+        &mut record,
+        &writer,
+        progress,
+    );
     progress.finish();
     record.status = match &result {
         Ok(()) => RunStatus::Complete,
-        Err(e) => RunStatus::Failed { error: e.to_string() },
+        Err(e) => RunStatus::Failed {
+            error: e.to_string(),
+        },
     };
     writer.save(&record).map_err(BenchError::Record)?;
     result.map(|()| record).map_err(|e| BenchError::Saved {
@@ -172,7 +194,10 @@ fn model_info(loaded: &Loaded, path: &ModelPath) -> Result<ModelInfo, BenchError
     let sha256 = match &report.sha256 {
         Some(s) => s.clone(),
         None => {
-            let parts: Result<Vec<String>, _> = weight_files(path).iter().map(|f| inspect::sha256_file(f)).collect();
+            let parts: Result<Vec<String>, _> = weight_files(path)
+                .iter()
+                .map(|f| inspect::sha256_file(f))
+                .collect();
             parts?.join("+")
         }
     };
@@ -194,7 +219,12 @@ pub fn now_utc() -> String {
         .map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar

@@ -9,7 +9,11 @@ use crate::cli::BenchArgs;
 use crate::report;
 
 /// Builds and validates the config of `verb` over `jobs` levels.
-pub fn config(verb: &str, args: &BenchArgs, jobs: Vec<usize>) -> anyhow::Result<(RunConfig, Vec<String>)> {
+pub fn config(
+    verb: &str,
+    args: &BenchArgs,
+    jobs: Vec<usize>,
+) -> anyhow::Result<(RunConfig, Vec<String>)> {
     let cfg = RunConfig {
         verb: verb.into(),
         model: super::model_config(&args.model)?,
@@ -26,7 +30,10 @@ pub fn config(verb: &str, args: &BenchArgs, jobs: Vec<usize>) -> anyhow::Result<
             threads: args.threads,
         },
         max_tokens: args.max_tokens,
-        out: args.out.clone().unwrap_or_else(|| default_out(verb, &args.workload)),
+        out: args
+            .out
+            .clone()
+            .unwrap_or_else(|| default_out(verb, &args.workload)),
         format: args.format,
         trace: args.trace.clone(),
     };
@@ -41,7 +48,13 @@ fn default_out(verb: &str, workload: &str) -> PathBuf {
         .map_or("workload".into(), |s| s.to_string_lossy().to_string());
     let safe: String = stem
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     PathBuf::from("results").join(format!("{verb}-{safe}.json"))
 }

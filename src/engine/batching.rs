@@ -179,6 +179,7 @@ impl<'m> Engine<'m> {
                 })
                 .collect();
             let mut refs: Vec<&mut KvCache> = caches.iter_mut().collect();
+            let _span = tracing::trace_span!("forward", tokens = plan.tokens()).entered();
             // Copying to the host waits for the device: events after this are honest.
             self.model.forward(&inputs, &mut refs)?.to_vec2::<f32>()?
         };

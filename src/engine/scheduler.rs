@@ -126,6 +126,7 @@ impl Scheduler {
     /// Plans the next step. An empty plan with pending work means a single request cannot fit
     /// the budgets at all (the caller reports it).
     pub fn schedule(&mut self) -> Plan {
+        let _span = tracing::trace_span!("schedule").entered();
         let mut plan = Plan::default();
         self.preempt_for_kv(&mut plan);
         let mut tokens = 0;

@@ -113,14 +113,20 @@ mod tests {
         std::fs::write(&p, vec![7u8; 3 * 4096 + 5]).expect("write");
         let r = residency(&[p.as_path()]).expect("mincore works here");
         assert_eq!(r.total_pages, 4);
-        assert_eq!(r.resident_pages, 4, "freshly written pages sit in the page cache");
+        assert_eq!(
+            r.resident_pages, 4,
+            "freshly written pages sit in the page cache"
+        );
         assert_eq!(r.label(), "page-cache warm");
         assert!(residency(&[Path::new("/nonexistent/x")]).is_none());
     }
 
     #[test]
     fn labels() {
-        let r = |a, b| Residency { resident_pages: a, total_pages: b };
+        let r = |a, b| Residency {
+            resident_pages: a,
+            total_pages: b,
+        };
         assert_eq!(r(0, 100).label(), "disk-cold");
         assert_eq!(r(50, 100).label(), "partly cached (50 %)");
     }

@@ -68,8 +68,21 @@ impl Build {
 
 /// CPU flags worth recording, as `/proc/cpuinfo` names them.
 const FLAGS: &[&str] = &[
-    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
-    "avx_vnni", "avx512_bf16", "amx_int8", "asimd", "asimddp", "sve",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx_vnni",
+    "avx512_bf16",
+    "amx_int8",
+    "asimd",
+    "asimddp",
+    "sve",
 ];
 
 impl Machine {
@@ -85,7 +98,9 @@ impl Machine {
         let cpu_model = line("model name")
             .or_else(|| line("Model"))
             .unwrap_or_else(|| "unknown".into());
-        let flags = line("flags").or_else(|| line("Features")).unwrap_or_default();
+        let flags = line("flags")
+            .or_else(|| line("Features"))
+            .unwrap_or_default();
         let cpu_flags = FLAGS
             .iter()
             .filter(|f| flags.split_whitespace().any(|x| x == **f))

@@ -2,13 +2,13 @@
 //! they never measure.
 
 pub mod clocks;
+pub mod inspect;
 pub mod record;
 pub mod sheet;
 pub mod summary;
 pub mod text;
 pub mod trace;
 pub mod verdict;
-pub mod inspect;
 
 /// Bytes as a short human figure (decimal units: kB, MB, GB).
 pub fn bytes(n: u64) -> String {

@@ -32,7 +32,9 @@ pub enum RunStatus {
     /// Rounds are still being added (or the process died: the rounds present are complete).
     Running,
     Complete,
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
 }
 
 /// One `run` or `sweep`.
@@ -188,14 +190,19 @@ pub fn read(path: &Path) -> Result<ResultsFile, String> {
 /// Writes `file` to `path` atomically: a temp file beside it, flushed and synced, then renamed.
 pub fn write_atomic(path: &Path, file: &ResultsFile) -> Result<(), String> {
     let fail = |what: &str, e: std::io::Error| {
-        format!("cannot {what} {}: {e}; pass a writable --out", path.display())
+        format!(
+            "cannot {what} {}: {e}; pass a writable --out",
+            path.display()
+        )
     };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir).map_err(|e| fail("create the directory of", e))?;
-    let name = path.file_name().map_or("results".into(), |n| n.to_string_lossy().to_string());
+    let name = path
+        .file_name()
+        .map_or("results".into(), |n| n.to_string_lossy().to_string());
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let json = serde_json::to_vec_pretty(file).expect("records serialize; this is a bug");
     let mut f = std::fs::File::create(&tmp).map_err(|e| fail("write", e))?;

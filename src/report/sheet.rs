@@ -41,8 +41,10 @@ pub struct LevelSummary {
     pub job_tok_s_slowest: Option<f64>,
     /// Median over rounds, tokens/s.
     pub aggregate_tok_s: Option<f64>,
-    /// Median of first-turn prompt tokens/s over tasks.
+    /// Median of first-turn prompt tokens/s over tasks (the prefill clock's speed).
     pub prompt_tok_s: Option<f64>,
+    /// Median time per output token over tasks (the decode clock), seconds.
+    pub tpot_median_s: Option<f64>,
     pub peak_rss_bytes: Option<u64>,
     pub peak_kv_bytes: u64,
     /// Decode steps by sequences carried: seqs → steps.
@@ -98,7 +100,11 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
         .map(|r| r.tasks.iter().map(|t| t.output_tokens).sum::<usize>() as f64 / r.wall_s)
         .collect();
     let mut hist = BTreeMap::new();
-    for s in rounds.iter().flat_map(|r| &r.steps).filter(|s| s.decode_tokens > 0) {
+    for s in rounds
+        .iter()
+        .flat_map(|r| &r.steps)
+        .filter(|s| s.decode_tokens > 0)
+    {
         *hist.entry(s.seqs).or_insert(0) += 1;
     }
     let decode_steps: usize = hist.values().sum();
@@ -123,7 +129,13 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
         job_tok_s_median: median(&all_rates),
         job_tok_s_slowest: min(&job_medians),
         aggregate_tok_s: median(&aggregate),
-        prompt_tok_s: median(&tasks.iter().filter_map(|t| t.prompt_tok_s).collect::<Vec<_>>()),
+        prompt_tok_s: median(
+            &tasks
+                .iter()
+                .filter_map(|t| t.prompt_tok_s)
+                .collect::<Vec<_>>(),
+        ),
+        tpot_median_s: median(&tasks.iter().filter_map(|t| t.tpot_s).collect::<Vec<_>>()),
         peak_rss_bytes: level.peak_rss_bytes,
         peak_kv_bytes: level.peak_kv_bytes,
         decode_steps_by_seqs: hist,
@@ -137,7 +149,10 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
 /// steps with the same number of sequences in the measured rounds, seconds.
 pub fn kernel_warmup_s(level: &LevelRecord) -> Option<f64> {
     let first = level.rounds.first()?;
-    let s0 = first.steps.iter().find(|s| s.prefill_tokens == 0 && s.decode_tokens > 0)?;
+    let s0 = first
+        .steps
+        .iter()
+        .find(|s| s.prefill_tokens == 0 && s.decode_tokens > 0)?;
     let steady: Vec<f64> = measured(level)
         .flat_map(|r| &r.steps)
         .filter(|s| s.prefill_tokens == 0 && s.seqs == s0.seqs)
@@ -157,7 +172,9 @@ pub fn first_ttft_s(level: &LevelRecord) -> Option<f64> {
 
 /// Largest per-request completion over all measured rounds, seconds.
 pub fn slowest_completion_s(level: &LevelRecord) -> Option<f64> {
-    let v: Vec<f64> = measured(level).flat_map(|r| r.tasks.iter().map(|t| t.completion_s)).collect();
+    let v: Vec<f64> = measured(level)
+        .flat_map(|r| r.tasks.iter().map(|t| t.completion_s))
+        .collect();
     max(&v)
 }
 
@@ -166,7 +183,13 @@ mod tests {
     use super::*;
     use crate::report::record::{StepSample, TaskSample};
 
-    fn task(job: usize, start: f64, completion: f64, tokens: usize, outcome: Outcome) -> TaskSample {
+    fn task(
+        job: usize,
+        start: f64,
+        completion: f64,
+        tokens: usize,
+        outcome: Outcome,
+    ) -> TaskSample {
         TaskSample {
             job,
             task: "t".into(),
@@ -188,7 +211,14 @@ mod tests {
     }
 
     fn step(seqs: usize, decode: usize) -> StepSample {
-        StepSample { at_s: 0.0, seqs, prefill_tokens: 0, decode_tokens: decode, forward_s: 0.01, step_s: 0.01 }
+        StepSample {
+            at_s: 0.0,
+            seqs,
+            prefill_tokens: 0,
+            decode_tokens: decode,
+            forward_s: 0.01,
+            step_s: 0.01,
+        }
     }
 
     #[test]
@@ -211,9 +241,17 @@ mod tests {
         let mut warm = round.clone();
         warm.warmup = true;
         warm.tasks.clear();
-        let level = LevelRecord { jobs: 2, peak_rss_bytes: Some(1), peak_kv_bytes: 2, rounds: vec![warm, round] };
+        let level = LevelRecord {
+            jobs: 2,
+            peak_rss_bytes: Some(1),
+            peak_kv_bytes: 2,
+            rounds: vec![warm, round],
+        };
         let s = summarize(&level);
-        assert_eq!((s.rounds, s.attempted, s.completed, s.passed, s.failed), (1, 3, 3, 2, 1));
+        assert_eq!(
+            (s.rounds, s.attempted, s.completed, s.passed, s.failed),
+            (1, 3, 3, 2, 1)
+        );
         assert_eq!(s.aggregate_tok_s, Some(24.0));
         assert_eq!(s.job_tok_s_slowest, Some(4.0));
         assert_eq!(s.job_tok_s_median, Some(12.0));

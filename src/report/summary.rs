@@ -14,7 +14,11 @@ fn secs(v: Option<f64>) -> String {
 
 /// Shell-quotes one argument when it needs it.
 fn quote(arg: &str) -> String {
-    if !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,@+".contains(c)) {
+    if !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@+".contains(c))
+    {
         arg.to_string()
     } else {
         format!("'{}'", arg.replace('\'', r"'\''"))
@@ -33,7 +37,16 @@ pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
     let line = |out: &mut String, key: &str, value: String| {
         let _ = writeln!(out, "{key:<11}{value}");
     };
-    line(&mut out, "task:", format!("{} — {} ({} tasks per job)", w.name, w.use_case, w.tasks.len()));
+    line(
+        &mut out,
+        "task:",
+        format!(
+            "{} — {} ({} tasks per job)",
+            w.name,
+            w.use_case,
+            w.tasks.len()
+        ),
+    );
     line(
         &mut out,
         "prompts:",
@@ -43,13 +56,22 @@ pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
             w.version,
             &w.hash[..w.hash.len().min(12)],
             w.source,
-            if w.locked { ", locked" } else { ", NOT in the lock" }
+            if w.locked {
+                ", locked"
+            } else {
+                ", NOT in the lock"
+            }
         ),
     );
     let quality: Vec<String> = d
         .levels
         .iter()
-        .map(|s| format!("{}j pass {} / fail {} / abstain {}", s.jobs, s.passed, s.failed, s.abstained))
+        .map(|s| {
+            format!(
+                "{}j pass {} / fail {} / abstain {}",
+                s.jobs, s.passed, s.failed, s.abstained
+            )
+        })
         .collect();
     line(&mut out, "quality:", quality.join("; "));
     let first = run.levels.first();
@@ -73,6 +95,21 @@ pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
             secs(first.and_then(sheet::kernel_warmup_s)),
         ),
     );
+    let clocks: Vec<String> = d
+        .levels
+        .iter()
+        .map(|s| {
+            format!(
+                "{}j prefill {} tok/s, decode {} tok/s per sequence",
+                s.jobs,
+                s.prompt_tok_s.map_or("n/a".into(), |v| format!("{v:.0}")),
+                s.tpot_median_s
+                    .filter(|t| *t > 0.0)
+                    .map_or("n/a".into(), |t| format!("{:.1}", 1.0 / t)),
+            )
+        })
+        .collect();
+    line(&mut out, "clocks:", clocks.join("; "));
     let peak = d.levels.iter().filter_map(|s| s.peak_rss_bytes).max();
     let disk: Option<u64> = run
         .levels
@@ -87,7 +124,14 @@ pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
             let jpt: Vec<String> = d
                 .levels
                 .iter()
-                .map(|s| format!("{}j {}", s.jobs, s.joules_per_token.map_or("n/a".into(), |j| format!("{j:.3} J/token"))))
+                .map(|s| {
+                    format!(
+                        "{}j {}",
+                        s.jobs,
+                        s.joules_per_token
+                            .map_or("n/a".into(), |j| format!("{j:.3} J/token"))
+                    )
+                })
                 .collect();
             jpt.join(", ")
         }
@@ -114,6 +158,9 @@ mod tests {
     #[test]
     fn quotes_only_what_needs_it() {
         let args = ["tokfire", "sweep", "--workload", "my tasks.toml", "it's"].map(String::from);
-        assert_eq!(command_line(&args), r"tokfire sweep --workload 'my tasks.toml' 'it'\''s'");
+        assert_eq!(
+            command_line(&args),
+            r"tokfire sweep --workload 'my tasks.toml' 'it'\''s'"
+        );
     }
 }

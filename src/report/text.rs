@@ -33,8 +33,17 @@ fn mem(v: Option<u64>) -> String {
 }
 
 const COLUMNS: [&str; 11] = [
-    "jobs", "done/tried", "TTFT med s", "compl med s", "compl tail s", "job tok/s med",
-    "slowest job", "agg tok/s", "peak mem", "fails", "abstain",
+    "jobs",
+    "done/tried",
+    "TTFT med s",
+    "compl med s",
+    "compl tail s",
+    "job tok/s med",
+    "slowest job",
+    "agg tok/s",
+    "peak mem",
+    "fails",
+    "abstain",
 ];
 
 fn row(s: &LevelSummary) -> [String; 11] {
@@ -80,7 +89,11 @@ fn table_text(levels: &[LevelSummary]) -> String {
 }
 
 fn table_md(levels: &[LevelSummary]) -> String {
-    let mut out = format!("| {} |\n|{}\n", COLUMNS.join(" | "), "---|".repeat(COLUMNS.len()));
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        COLUMNS.join(" | "),
+        "---|".repeat(COLUMNS.len())
+    );
     for s in levels {
         out += &format!("| {} |\n", row(s).join(" | "));
     }
@@ -95,11 +108,26 @@ fn table_csv(levels: &[LevelSummary]) -> String {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            s.jobs, s.rounds, s.attempted, s.completed, s.passed, s.failed, s.abstained,
-            o(s.ttft_median_s), o(s.ttft_tail_s), o(s.completion_median_s), o(s.completion_tail_s),
-            s.tail_kind, o(s.job_tok_s_median), o(s.job_tok_s_slowest), o(s.aggregate_tok_s),
-            o(s.prompt_tok_s), s.peak_rss_bytes.map_or(String::new(), |b| b.to_string()),
-            s.peak_kv_bytes, o(s.full_step_fraction), o(s.harness_fraction),
+            s.jobs,
+            s.rounds,
+            s.attempted,
+            s.completed,
+            s.passed,
+            s.failed,
+            s.abstained,
+            o(s.ttft_median_s),
+            o(s.ttft_tail_s),
+            o(s.completion_median_s),
+            o(s.completion_tail_s),
+            s.tail_kind,
+            o(s.job_tok_s_median),
+            o(s.job_tok_s_slowest),
+            o(s.aggregate_tok_s),
+            o(s.prompt_tok_s),
+            s.peak_rss_bytes.map_or(String::new(), |b| b.to_string()),
+            s.peak_kv_bytes,
+            o(s.full_step_fraction),
+            o(s.harness_fraction),
         );
     }
     out
@@ -138,7 +166,12 @@ fn verdicts(run: &RunRecord, d: &Derived) -> String {
         } else {
             format!("not comfortable: {}", v.failed.join("; "))
         };
-        let _ = writeln!(out, "  {} job{}: {what}", v.jobs, if v.jobs == 1 { " " } else { "s" });
+        let _ = writeln!(
+            out,
+            "  {} job{}: {what}",
+            v.jobs,
+            if v.jobs == 1 { " " } else { "s" }
+        );
     }
     out
 }
@@ -147,7 +180,9 @@ fn verdicts(run: &RunRecord, d: &Derived) -> String {
 pub fn render(run: &RunRecord, format: Format) -> String {
     let d = derive(run);
     match format {
-        Format::Json => serde_json::to_string_pretty(run).expect("records serialize; this is a bug") + "\n",
+        Format::Json => {
+            serde_json::to_string_pretty(run).expect("records serialize; this is a bug") + "\n"
+        }
         Format::Csv => table_csv(&d.levels),
         Format::Md => format!(
             "{}\n\n{}\n```\n{}{}```\n\n```\n{}```\n",

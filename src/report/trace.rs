@@ -20,14 +20,26 @@ fn span(name: &str, tid: usize, from: f64, to: f64, args: Value) -> Value {
 
 /// Trace events of a round; `job_of` maps request ids to job indices (tracks 1, 2, …).
 pub fn chrome_trace(events: &[Event], start: Instant, job_of: &HashMap<RequestId, usize>) -> Value {
-    let mut out = vec![json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "engine steps"}})];
+    let mut out = vec![
+        json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "engine steps"}}),
+    ];
     let mut step: Option<(f64, Value)> = None;
     let mut req: HashMap<RequestId, (f64, Option<f64>, Option<f64>)> = HashMap::new();
     for ev in events {
         let t = us(ev.at, start);
         match (&ev.kind, ev.id) {
-            (EventKind::StepStart { seqs, prefill_tokens, decode_tokens }, _) => {
-                step = Some((t, json!({"seqs": seqs, "prefill_tokens": prefill_tokens, "decode_tokens": decode_tokens})))
+            (
+                EventKind::StepStart {
+                    seqs,
+                    prefill_tokens,
+                    decode_tokens,
+                },
+                _,
+            ) => {
+                step = Some((
+                    t,
+                    json!({"seqs": seqs, "prefill_tokens": prefill_tokens, "decode_tokens": decode_tokens}),
+                ))
             }
             (EventKind::StepEnd { forward_us }, _) => {
                 if let Some((from, mut args)) = step.take() {
@@ -49,7 +61,9 @@ pub fn chrome_trace(events: &[Event], start: Instant, job_of: &HashMap<RequestId
                 }
             }
             (EventKind::Finished { output_tokens, .. }, Some(id)) => {
-                let Some((sub, adm, first)) = req.remove(&id) else { continue };
+                let Some((sub, adm, first)) = req.remove(&id) else {
+                    continue;
+                };
                 let tid = job_of.get(&id).map_or(0, |j| j + 1);
                 let adm = adm.unwrap_or(sub);
                 let first = first.unwrap_or(t);

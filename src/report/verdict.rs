@@ -26,12 +26,18 @@ pub fn judge(s: &LevelSummary, c: &Criteria) -> LevelVerdict {
     let fmt = |v: Option<f64>, unit: &str| v.map_or("n/a".to_string(), |v| format!("{v:.2}{unit}"));
     if let Some(max) = c.ttft_max_s {
         if !s.ttft_median_s.is_some_and(|v| v <= max) {
-            failed.push(format!("median TTFT {} > {max} s", fmt(s.ttft_median_s, " s")));
+            failed.push(format!(
+                "median TTFT {} > {max} s",
+                fmt(s.ttft_median_s, " s")
+            ));
         }
     }
     if let Some(min) = c.per_job_tok_s_min {
         if !s.job_tok_s_slowest.is_some_and(|v| v >= min) {
-            failed.push(format!("slowest job {} < {min} tok/s", fmt(s.job_tok_s_slowest, " tok/s")));
+            failed.push(format!(
+                "slowest job {} < {min} tok/s",
+                fmt(s.job_tok_s_slowest, " tok/s")
+            ));
         }
     }
     if let Some(max) = c.completion_max_s {
@@ -61,7 +67,11 @@ pub fn judge(s: &LevelSummary, c: &Criteria) -> LevelVerdict {
 pub fn overall(verdicts: &[LevelVerdict]) -> String {
     let mut sorted: Vec<&LevelVerdict> = verdicts.iter().collect();
     sorted.sort_by_key(|v| v.jobs);
-    let ok_up_to = sorted.iter().take_while(|v| v.comfortable).last().map(|v| v.jobs);
+    let ok_up_to = sorted
+        .iter()
+        .take_while(|v| v.comfortable)
+        .last()
+        .map(|v| v.jobs);
     let first_bad = sorted.iter().find(|v| !v.comfortable);
     match (ok_up_to, first_bad) {
         (Some(n), None) => format!("comfortable at every level tested (up to {n} jobs)"),
@@ -103,6 +113,7 @@ mod tests {
             job_tok_s_slowest: Some(25.0),
             aggregate_tok_s: Some(60.0),
             prompt_tok_s: Some(200.0),
+            tpot_median_s: Some(0.03),
             peak_rss_bytes: None,
             peak_kv_bytes: 0,
             decode_steps_by_seqs: Default::default(),
@@ -159,7 +170,11 @@ mod tests {
 
     #[test]
     fn overall_names_the_first_uncomfortable_level() {
-        let ok = |jobs| LevelVerdict { jobs, comfortable: true, failed: vec![] };
+        let ok = |jobs| LevelVerdict {
+            jobs,
+            comfortable: true,
+            failed: vec![],
+        };
         let bad = LevelVerdict {
             jobs: 3,
             comfortable: false,
@@ -169,7 +184,7 @@ mod tests {
             overall(&[ok(1), ok(2), bad.clone()]),
             "comfortable up to 2 jobs; at 3 jobs: median TTFT 1.2 s > 1 s"
         );
-        assert!(overall(&[bad.clone()]).starts_with("not comfortable even at 3 jobs"));
+        assert!(overall(std::slice::from_ref(&bad)).starts_with("not comfortable even at 3 jobs"));
         assert!(overall(&[ok(1)]).starts_with("comfortable at every level"));
     }
 }

@@ -12,5 +12,6 @@ pub mod error;
 pub mod measure;
 pub mod model;
 pub mod report;
+pub mod workload;
 
 pub use cmd::run;

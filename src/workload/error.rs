@@ -1,0 +1,62 @@
+//! Errors of the workload layer: finding, parsing, validating and version-checking a workload
+//! file. Each message names the file (and the key where there is one) and says what to do.
+
+use std::path::PathBuf;
+
+/// Why a workload could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// Neither a builtin name nor an existing file.
+    #[error("unknown workload '{name}': not a builtin name nor an existing .toml file; builtins: {known}")]
+    Unknown { name: String, known: String },
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or does not fit the schema; the message carries line and key.
+    #[error("{source_name}: {message}")]
+    Parse {
+        source_name: String,
+        message: String,
+    },
+    /// The file parsed but a value is out of range or inconsistent.
+    #[error("{source_name}: {key}: {reason}")]
+    Invalid {
+        source_name: String,
+        key: String,
+        reason: String,
+    },
+    /// The content changed while the name and version stayed the same.
+    #[error("{source_name}: workload '{name}' version {version} is recorded in workloads.lock with hash {locked}, but its content now hashes to {actual}; results would no longer be comparable: bump `version` in the file and add this line to workloads/workloads.lock (keep the old lines):\n{name} {next_version} {next_hash}")]
+    HashMismatch {
+        source_name: String,
+        name: String,
+        version: u32,
+        next_version: u32,
+        locked: String,
+        actual: String,
+        next_hash: String,
+    },
+    /// The lock file itself is malformed.
+    #[error(
+        "{source_name}: line {line}: {reason}; each line is `NAME VERSION SHA256` (or a # comment)"
+    )]
+    Lock {
+        source_name: String,
+        line: usize,
+        reason: String,
+    },
+}
+
+impl WorkloadError {
+    /// Shorthand for an [`WorkloadError::Invalid`] at `key`.
+    pub fn invalid(source_name: &str, key: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Invalid {
+            source_name: source_name.to_string(),
+            key: key.into(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -284,6 +284,13 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
     ]);
     assert!(e.contains("telepathy") && e.contains("contains"), "{e}");
 
+    // A shipped workload edited without a version bump.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let edited = dir.path().join("chat.toml");
+    let chat = std::fs::read_to_string(repo.join("chat.toml")).unwrap();
+    std::fs::write(&edited, chat.replacen("user = \"", "user = \"Please, ", 1)).unwrap();
+    let e = fails(&["run", "--model", m, "--workload", edited.to_str().unwrap(), "--out", o]);
+    assert!(e.contains("chat.toml") && e.contains("bump `version`"), "{e}");
     let e = fails(&[
         "sweep",
         "--model",

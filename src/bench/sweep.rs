@@ -44,6 +44,13 @@ pub fn run(
         render(&loaded, workload::TaskRun::new(task).prompt())?;
     }
     let energy = EnergyMeter::open();
+    let model = model_info(&loaded, &path)?;
+    let scheduler = SchedulerConfig {
+        max_seqs: cfg.engine.max_seqs,
+        max_batch_tokens: cfg.engine.max_batch_tokens,
+        prefill_chunk: cfg.engine.prefill_chunk,
+        kv_budget_tokens: cfg.engine.kv_budget.tokens(model.kv_bytes_per_token),
+    };
     let mut record = RunRecord {
         id: format!(
             "{}-{}",
@@ -57,7 +64,8 @@ pub fn run(
         build: Build::current(),
         machine: Machine::current(),
         runtime,
-        model: model_info(&loaded, &path)?,
+        scheduler,
+        model,
         workload: workload.clone(),
         load,
         energy_na: energy.as_ref().err().cloned(),
@@ -99,12 +107,7 @@ fn levels(
     let setup = RoundSetup {
         loaded,
         workload,
-        scheduler: SchedulerConfig {
-            max_seqs: cfg.engine.max_seqs,
-            max_batch_tokens: cfg.engine.max_batch_tokens,
-            prefill_chunk: cfg.engine.prefill_chunk,
-            kv_budget_tokens: cfg.engine.kv_budget.tokens(record.model.kv_bytes_per_token),
-        },
+        scheduler: record.scheduler,
         sampling: cfg.sampling.clone(),
         max_tokens: cfg.max_tokens,
     };

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::bench::config::RunConfig;
+use crate::engine::scheduler::SchedulerConfig;
 use crate::measure::pagecache::Residency;
 use crate::measure::provenance::{Build, Machine};
 use crate::workload::{Outcome, ToolCall, Workload};
@@ -52,6 +53,8 @@ pub struct RunRecord {
     pub machine: Machine,
     /// Kernel ISA and threads the engine used.
     pub runtime: String,
+    /// The engine budgets as applied (the KV budget resolved to tokens for this model).
+    pub scheduler: SchedulerConfig,
     pub model: ModelInfo,
     pub workload: Workload,
     pub load: LoadClock,

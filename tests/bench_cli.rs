@@ -236,6 +236,7 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
     let out = dir.path().join("kept.json");
     let o = out.to_str().unwrap();
     let good = workload(dir.path(), WORKLOAD);
+    let good = good.to_str().unwrap();
     let mut a = vec![
         "run",
         "--rounds",
@@ -244,44 +245,35 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
         "--warmup",
         "0",
     ];
-    a.extend(args(m, good.to_str().unwrap(), o));
+    a.extend(args(m, good, o));
     assert!(tokfire().args(&a).output().unwrap().status.success());
     let before = std::fs::read(&out).unwrap();
+    // `verb` on the tiny model with `workload`, results to `out`, plus `extra`.
+    let bad = |verb: &str, workload: &str, out: &str, extra: &[&str]| {
+        let mut a = vec![verb];
+        a.extend(args(m, workload, out));
+        a.extend(extra);
+        fails(&a)
+    };
 
-    let bad = dir.path().join("bad.toml");
+    let file = dir.path().join("bad.toml");
+    let f = file.to_str().unwrap();
     std::fs::write(
-        &bad,
+        &file,
         WORKLOAD.replace("max_tokens = 6", "max_tokens = \"six\""),
     )
     .unwrap();
-    let e = fails(&[
-        "run",
-        "--model",
-        m,
-        "--workload",
-        bad.to_str().unwrap(),
-        "--out",
-        o,
-    ]);
+    let e = bad("run", f, o, &[]);
     assert!(
         e.contains("bad.toml") && e.contains("max_tokens") && e.contains("line"),
         "{e}"
     );
-
     std::fs::write(
-        &bad,
+        &file,
         WORKLOAD.replace("kind = \"regex\"", "kind = \"telepathy\""),
     )
     .unwrap();
-    let e = fails(&[
-        "run",
-        "--model",
-        m,
-        "--workload",
-        bad.to_str().unwrap(),
-        "--out",
-        o,
-    ]);
+    let e = bad("run", f, o, &[]);
     assert!(e.contains("telepathy") && e.contains("contains"), "{e}");
 
     // A shipped workload edited without a version bump.
@@ -289,80 +281,26 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
     let edited = dir.path().join("chat.toml");
     let chat = std::fs::read_to_string(repo.join("chat.toml")).unwrap();
     std::fs::write(&edited, chat.replacen("user = \"", "user = \"Please, ", 1)).unwrap();
-    let e = fails(&["run", "--model", m, "--workload", edited.to_str().unwrap(), "--out", o]);
-    assert!(e.contains("chat.toml") && e.contains("bump `version`"), "{e}");
-    let e = fails(&[
-        "sweep",
-        "--model",
-        m,
-        "--workload",
-        good.to_str().unwrap(),
-        "--jobs",
-        "1,0",
-        "--out",
-        o,
-    ]);
-    assert!(e.contains("--jobs"), "{e}");
-    let e = fails(&[
-        "run",
-        "--model",
-        m,
-        "--workload",
-        good.to_str().unwrap(),
-        "--rounds",
-        "0",
-        "--out",
-        o,
-    ]);
-    assert!(e.contains("--rounds"), "{e}");
-    let e = fails(&[
-        "run",
-        "--model",
-        m,
-        "--workload",
-        good.to_str().unwrap(),
-        "--rounds",
-        "2",
-        "--out",
-        o,
-    ]);
-    assert!(e.contains("--allow-few-rounds"), "{e}");
-    let e = fails(&[
-        "run",
-        "--model",
-        m,
-        "--workload",
-        "no-such-workload",
-        "--out",
-        o,
-    ]);
+    let e = bad("run", edited.to_str().unwrap(), o, &[]);
+    assert!(
+        e.contains("chat.toml") && e.contains("bump `version`"),
+        "{e}"
+    );
+
+    assert!(bad("sweep", good, o, &["--jobs", "1,0"]).contains("--jobs"));
+    assert!(bad("run", good, o, &["--rounds", "0"]).contains("--rounds"));
+    assert!(bad("run", good, o, &["--rounds", "2"]).contains("--allow-few-rounds"));
+    let e = bad("run", "no-such-workload", o, &[]);
     assert!(e.contains("no-such-workload") && e.contains("chat"), "{e}");
 
     // An --out that cannot be written fails before any work; a non-results file is not touched.
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "x").unwrap();
-    let unwritable = blocker.join("r.json");
-    let e = fails(&[
-        "run",
-        "--model",
-        m,
-        "--workload",
-        good.to_str().unwrap(),
-        "--out",
-        unwritable.to_str().unwrap(),
-    ]);
+    let e = bad("run", good, blocker.join("r.json").to_str().unwrap(), &[]);
     assert!(e.contains("--out") && e.contains("file"), "{e}");
     let notes = dir.path().join("notes.json");
     std::fs::write(&notes, "my notes").unwrap();
-    let e = fails(&[
-        "run",
-        "--model",
-        m,
-        "--workload",
-        good.to_str().unwrap(),
-        "--out",
-        notes.to_str().unwrap(),
-    ]);
+    let e = bad("run", good, notes.to_str().unwrap(), &[]);
     assert!(e.contains("not a tokfire results file"), "{e}");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes");
 

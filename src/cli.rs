@@ -187,7 +187,7 @@ pub struct BenchArgs {
     /// What stdout shows.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Write a Chrome trace (chrome://tracing, Perfetto) of the last measured round.
+    /// Write a Chrome trace (chrome://tracing, Perfetto) of the whole run: rounds, steps, requests.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 }

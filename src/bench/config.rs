@@ -101,7 +101,7 @@ pub struct RunConfig {
     /// Results file the record is appended to.
     pub out: PathBuf,
     pub format: Format,
-    /// Chrome trace written for the last measured round.
+    /// Chrome trace of the whole run.
     pub trace: Option<PathBuf>,
 }
 

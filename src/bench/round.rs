@@ -28,8 +28,6 @@ pub struct RoundSetup<'a> {
 pub struct RoundOutput {
     pub record: RoundRecord,
     pub events: Vec<Event>,
-    /// When the round started (events are relative to it).
-    pub start: Instant,
     pub peak_kv_bytes: u64,
     /// Which job sent each request.
     pub job_of: HashMap<RequestId, usize>,
@@ -211,7 +209,6 @@ pub fn run_round(
     Ok(RoundOutput {
         record,
         events,
-        start,
         peak_kv_bytes: peak_kv,
         job_of: d.owner,
     })

@@ -15,6 +15,7 @@ use crate::model::{self, inspect, Loaded, ModelPath};
 use crate::report::record::{
     LevelRecord, LoadClock, ModelInfo, RecordWriter, RunRecord, RunStatus,
 };
+use crate::report::trace::Trace;
 use crate::workload::{self, Workload};
 
 /// Runs `cfg`, recording to `cfg.out`. The record is returned (also when saved as failed, the
@@ -112,8 +113,12 @@ fn levels(
         max_tokens: cfg.max_tokens,
     };
     let per_level = cfg.warmup_rounds + cfg.rounds;
+    let mut trace = cfg.trace.as_ref().map(|_| Trace::new());
     for (li, &jobs) in cfg.jobs.iter().enumerate() {
         memory::reset_peak();
+        if let Some(t) = trace.as_mut() {
+            t.level(li + 1, jobs);
+        }
         record.levels.push(LevelRecord {
             jobs,
             peak_rss_bytes: None,
@@ -139,9 +144,14 @@ fn levels(
             round.warmup = warmup;
             level.rounds.push(round);
             writer.save(record).map_err(BenchError::Record)?;
-            let last = li + 1 == cfg.jobs.len() && r + 1 == per_level;
-            if let (true, Some(path)) = (last, &cfg.trace) {
-                write_trace(path, &out)?;
+            if let (Some(t), Some(path)) = (trace.as_mut(), &cfg.trace) {
+                let label = if warmup {
+                    format!("warm-up {}", r + 1)
+                } else {
+                    format!("round {}", at.round)
+                };
+                t.round(li + 1, &label, &out.events, &out.job_of);
+                write_trace(path, t)?;
             }
         }
     }
@@ -165,9 +175,9 @@ fn measured_round(
     Ok(out)
 }
 
-fn write_trace(path: &std::path::Path, out: &RoundOutput) -> Result<(), BenchError> {
-    let trace = crate::report::trace::chrome_trace(&out.events, out.start, &out.job_of);
-    let text = serde_json::to_string(&trace).expect("trace serializes; this is a bug");
+/// Rewrites the trace file (after every round, like the record).
+fn write_trace(path: &std::path::Path, trace: &Trace) -> Result<(), BenchError> {
+    let text = serde_json::to_string(&trace.to_json()).expect("trace serializes; this is a bug");
     std::fs::write(path, text)
         .map_err(|e| BenchError::Record(format!("cannot write --trace {}: {e}", path.display())))
 }

@@ -1,6 +1,7 @@
-//! A Chrome trace (the `chrome://tracing` / Perfetto JSON format) of one round, built from the
-//! engine's events: a track of engine steps with their composition, and one track per job with
-//! each request's queue, prefill and decode spans.
+//! A Chrome trace (the `chrome://tracing` / Perfetto JSON format) of a whole run, built from the
+//! engine's events: one process per concurrency level, with a track of rounds, a track of engine
+//! steps (with their composition) and one track per job holding each request's queue, prefill and
+//! decode spans. Times are microseconds since the run's first round started.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -10,76 +11,145 @@ use serde_json::{json, Value};
 use crate::engine::batching::{Event, EventKind};
 use crate::engine::scheduler::RequestId;
 
-fn us(at: Instant, start: Instant) -> f64 {
-    at.saturating_duration_since(start).as_secs_f64() * 1e6
+/// Trace events collected round by round.
+pub struct Trace {
+    origin: Option<Instant>,
+    events: Vec<Value>,
 }
 
-fn span(name: &str, tid: usize, from: f64, to: f64, args: Value) -> Value {
-    json!({"name": name, "ph": "X", "pid": 1, "tid": tid, "ts": from, "dur": (to - from).max(0.0), "args": args})
+fn span(name: &str, pid: usize, tid: usize, from: f64, to: f64, args: Value) -> Value {
+    json!({"name": name, "ph": "X", "pid": pid, "tid": tid, "ts": from, "dur": (to - from).max(0.0), "args": args})
 }
 
-/// Trace events of a round; `job_of` maps request ids to job indices (tracks 1, 2, …).
-pub fn chrome_trace(events: &[Event], start: Instant, job_of: &HashMap<RequestId, usize>) -> Value {
-    let mut out = vec![
-        json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "engine steps"}}),
-    ];
-    let mut step: Option<(f64, Value)> = None;
-    let mut req: HashMap<RequestId, (f64, Option<f64>, Option<f64>)> = HashMap::new();
-    for ev in events {
-        let t = us(ev.at, start);
-        match (&ev.kind, ev.id) {
-            (
-                EventKind::StepStart {
-                    seqs,
-                    prefill_tokens,
-                    decode_tokens,
-                },
-                _,
-            ) => {
-                step = Some((
-                    t,
-                    json!({"seqs": seqs, "prefill_tokens": prefill_tokens, "decode_tokens": decode_tokens}),
-                ))
-            }
-            (EventKind::StepEnd { forward_us }, _) => {
-                if let Some((from, mut args)) = step.take() {
-                    args["forward_us"] = json!(forward_us);
-                    out.push(span("step", 0, from, t, args));
-                }
-            }
-            (EventKind::Submitted { .. }, Some(id)) => {
-                req.insert(id, (t, None, None));
-            }
-            (EventKind::Admitted, Some(id)) => {
-                if let Some(r) = req.get_mut(&id) {
-                    r.1.get_or_insert(t);
-                }
-            }
-            (EventKind::Token { .. }, Some(id)) => {
-                if let Some(r) = req.get_mut(&id) {
-                    r.2.get_or_insert(t);
-                }
-            }
-            (EventKind::Finished { output_tokens, .. }, Some(id)) => {
-                let Some((sub, adm, first)) = req.remove(&id) else {
-                    continue;
-                };
-                let tid = job_of.get(&id).map_or(0, |j| j + 1);
-                let adm = adm.unwrap_or(sub);
-                let first = first.unwrap_or(t);
-                let args = json!({"request": id, "output_tokens": output_tokens});
-                out.push(span("queue", tid, sub, adm, args.clone()));
-                out.push(span("prefill", tid, adm, first, args.clone()));
-                out.push(span("decode", tid, first, t, args));
-            }
-            _ => {}
+fn meta(kind: &str, pid: usize, tid: usize, name: String) -> Value {
+    json!({"name": kind, "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
+}
+
+/// One request's marks, µs.
+struct Marks {
+    submitted: f64,
+    admitted: Option<f64>,
+    first: Option<f64>,
+}
+
+impl Default for Trace {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Trace {
+    pub fn new() -> Self {
+        Self {
+            origin: None,
+            events: Vec::new(),
         }
     }
-    let mut names: Vec<usize> = job_of.values().copied().collect();
-    names.sort_unstable();
-    names.dedup();
-    for j in names {
-        out.push(json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": j + 1, "args": {"name": format!("job {j}")}}));
+
+    /// Names level `level` (1-based) and its tracks.
+    pub fn level(&mut self, level: usize, jobs: usize) {
+        self.events.push(meta(
+            "process_name",
+            level,
+            0,
+            format!("level {level}: {jobs} jobs"),
+        ));
+        self.events.push(meta(
+            "thread_name",
+            level,
+            0,
+            "rounds and engine steps".into(),
+        ));
+        for j in 0..jobs {
+            self.events
+                .push(meta("thread_name", level, j + 1, format!("job {j}")));
+        }
     }
-    json!({"traceEvents": out, "displayTimeUnit": "ms"})
+
+    /// Adds one round of level `level`; `job_of` maps request ids to job indices.
+    pub fn round(
+        &mut self,
+        level: usize,
+        label: &str,
+        events: &[Event],
+        job_of: &HashMap<RequestId, usize>,
+    ) {
+        let (Some(first), Some(last)) = (events.first(), events.last()) else {
+            return;
+        };
+        let origin = *self.origin.get_or_insert(first.at);
+        let us = |at: Instant| at.saturating_duration_since(origin).as_secs_f64() * 1e6;
+        self.events
+            .push(span(label, level, 0, us(first.at), us(last.at), json!({})));
+        let mut step: Option<(f64, Value)> = None;
+        let mut req: HashMap<RequestId, Marks> = HashMap::new();
+        for ev in events {
+            let t = us(ev.at);
+            match (&ev.kind, ev.id) {
+                (
+                    EventKind::StepStart {
+                        seqs,
+                        prefill_tokens,
+                        decode_tokens,
+                    },
+                    _,
+                ) => {
+                    step = Some((
+                        t,
+                        json!({"seqs": seqs, "prefill_tokens": prefill_tokens, "decode_tokens": decode_tokens}),
+                    ))
+                }
+                (EventKind::StepEnd { forward_us }, _) => {
+                    if let Some((from, mut args)) = step.take() {
+                        args["forward_us"] = json!(forward_us);
+                        self.events.push(span("step", level, 0, from, t, args));
+                    }
+                }
+                (EventKind::Submitted { .. }, Some(id)) => {
+                    req.insert(
+                        id,
+                        Marks {
+                            submitted: t,
+                            admitted: None,
+                            first: None,
+                        },
+                    );
+                }
+                (EventKind::Admitted, Some(id)) => {
+                    if let Some(m) = req.get_mut(&id) {
+                        m.admitted.get_or_insert(t);
+                    }
+                }
+                (EventKind::Token { .. }, Some(id)) => {
+                    if let Some(m) = req.get_mut(&id) {
+                        m.first.get_or_insert(t);
+                    }
+                }
+                (EventKind::Finished { output_tokens, .. }, Some(id)) => {
+                    let Some(m) = req.remove(&id) else { continue };
+                    let tid = job_of.get(&id).map_or(0, |j| j + 1);
+                    let admitted = m.admitted.unwrap_or(m.submitted);
+                    let first = m.first.unwrap_or(t);
+                    let args = json!({"request": id, "output_tokens": output_tokens});
+                    self.events.push(span(
+                        "queue",
+                        level,
+                        tid,
+                        m.submitted,
+                        admitted,
+                        args.clone(),
+                    ));
+                    self.events
+                        .push(span("prefill", level, tid, admitted, first, args.clone()));
+                    self.events.push(span("decode", level, tid, first, t, args));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The trace document.
+    pub fn to_json(&self) -> Value {
+        json!({"traceEvents": self.events, "displayTimeUnit": "ms"})
+    }
 }

@@ -15,7 +15,11 @@ pub mod tools;
 pub mod validate;
 
 #[cfg(test)]
+mod agent_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod validate_tests;
 
 pub use agent::{Next, TaskResult, TaskRun};
 pub use error::WorkloadError;

@@ -58,9 +58,10 @@ fn editing_a_task_without_bumping_the_version_is_an_error() {
     let edited = CHAT.replace("What is 17 + 25?", "What is 17 + 26?");
     assert_ne!(edited, CHAT);
     let err = parse(&edited, "workloads/chat.toml", &Lock::embedded()).unwrap_err();
-    let WorkloadError::HashMismatch { next_hash, .. } = &err else {
+    let WorkloadError::HashMismatch(m) = &err else {
         panic!("expected a hash mismatch, got {err}");
     };
+    let next_hash = &m.next_hash;
     let msg = err.to_string();
     assert!(msg.contains("workloads/chat.toml"), "{msg}");
     assert!(msg.contains("bump `version`"), "{msg}");

@@ -48,7 +48,9 @@ pub enum WorkloadError {
 pub struct LockMismatch {
     /// The file (or `builtin:NAME`).
     pub source_name: String,
+    /// The workload's name.
     pub name: String,
+    /// The version in the file (already in the lock).
     pub version: u32,
     /// `version + 1`, the version to bump to.
     pub next_version: u32,

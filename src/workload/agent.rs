@@ -9,9 +9,10 @@ use super::validate::{json_matches, judge, Outcome};
 use crate::model::chat::Message;
 use serde::{Deserialize, Serialize};
 
-/// The role of the turn that carries tool results back (SmolLM2's format wraps them in
-/// `<tool_response>` inside a user turn).
-pub const TOOL_RESULT_ROLE: &str = "user";
+/// The role of the turn that carries tool results back, as `<tool_response>[…]</tool_response>`.
+/// With a `tool` turn the default model (SmolLM2-135M-Instruct) answers from the result; inside
+/// a `user` turn it only echoes the response block back.
+pub const TOOL_RESULT_ROLE: &str = "tool";
 
 /// What the caller does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,8 +169,19 @@ pub fn call_matches(call: &ToolCall, req: &RequiredCall) -> bool {
         && req.arguments.iter().all(|(k, want)| {
             call.arguments
                 .get(k)
-                .is_some_and(|got| json_matches(got, want, false))
+                .is_some_and(|got| argument_matches(got, want))
         })
+}
+
+/// Argument equality for required calls: strings ignore case and all whitespace (so
+/// `"234*17"` matches `"234 * 17"`), other values as in [`json_matches`].
+fn argument_matches(got: &serde_json::Value, want: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    let squash = |s: &str| -> String { s.split_whitespace().collect::<String>().to_lowercase() };
+    match (got, want) {
+        (Value::String(g), Value::String(w)) => squash(g) == squash(w),
+        _ => json_matches(got, want, false),
+    }
 }
 
 fn describe(r: &RequiredCall) -> String {

@@ -29,16 +29,8 @@ pub enum WorkloadError {
         reason: String,
     },
     /// The content changed while the name and version stayed the same.
-    #[error("{source_name}: workload '{name}' version {version} is recorded in workloads.lock with hash {locked}, but its content now hashes to {actual}; results would no longer be comparable: bump `version` in the file and add this line to workloads/workloads.lock (keep the old lines):\n{name} {next_version} {next_hash}")]
-    HashMismatch {
-        source_name: String,
-        name: String,
-        version: u32,
-        next_version: u32,
-        locked: String,
-        actual: String,
-        next_hash: String,
-    },
+    #[error("{0}")]
+    HashMismatch(Box<LockMismatch>),
     /// The lock file itself is malformed.
     #[error(
         "{source_name}: line {line}: {reason}; each line is `NAME VERSION SHA256` (or a # comment)"
@@ -48,6 +40,26 @@ pub enum WorkloadError {
         line: usize,
         reason: String,
     },
+}
+
+/// A workload whose name and version are locked with another content hash.
+#[derive(Debug, thiserror::Error)]
+#[error("{source_name}: workload '{name}' version {version} is recorded in workloads.lock with hash {locked}, but its content now hashes to {actual}: a task or criterion changed without a version bump, so results would no longer be comparable; bump `version` in the file and add this line to workloads/workloads.lock (keep the old lines):\n{name} {next_version} {next_hash}")]
+pub struct LockMismatch {
+    /// The file (or `builtin:NAME`).
+    pub source_name: String,
+    /// The workload's name.
+    pub name: String,
+    /// The version in the file (already in the lock).
+    pub version: u32,
+    /// `version + 1`, the version to bump to.
+    pub next_version: u32,
+    /// The hash in the lock.
+    pub locked: String,
+    /// The hash of the content as it is now.
+    pub actual: String,
+    /// The hash the content will have once the version is bumped.
+    pub next_hash: String,
 }
 
 impl WorkloadError {

@@ -1,7 +1,7 @@
 //! Loading: builtin name or file path → TOML → schema checks → [`Workload`] with its hash and
 //! lock status. Schema errors keep the toml crate's message (line, column and key).
 
-use super::error::WorkloadError;
+use super::error::{LockMismatch, WorkloadError};
 use super::lock::{self, Lock};
 use super::spec::{content_hash, Criteria, FileTask, FileWorkload, Prompt, Task, Workload};
 use super::tools;
@@ -83,7 +83,7 @@ pub fn parse(text: &str, source_name: &str, lock: &Lock) -> Result<Workload, Wor
     let locked = match lock.get(&file.name, file.version) {
         Some(h) if h == hash => true,
         Some(h) => {
-            return Err(WorkloadError::HashMismatch {
+            return Err(WorkloadError::HashMismatch(Box::new(LockMismatch {
                 source_name: source_name.to_string(),
                 name: file.name.clone(),
                 version: file.version,
@@ -91,7 +91,7 @@ pub fn parse(text: &str, source_name: &str, lock: &Lock) -> Result<Workload, Wor
                 locked: h.to_string(),
                 next_hash: content_hash(&file.name, file.version + 1, &file.criteria, &tasks),
                 actual: hash,
-            })
+            })))
         }
         None => false,
     };

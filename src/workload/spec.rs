@@ -58,7 +58,9 @@ pub struct Criteria {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Prompt {
+    /// Text the model continues as-is (no chat template).
     Raw(String),
+    /// Messages rendered with the model's chat template, assistant turn opened.
     Chat(Vec<Message>),
 }
 
@@ -83,6 +85,19 @@ pub struct Task {
     pub max_turns: usize,
 }
 
+impl Workload {
+    /// `NAME vVERSION (sha256 PREFIX…)`, for sheets and logs.
+    pub fn label(&self) -> String {
+        let short = self.hash.get(..12).unwrap_or(&self.hash);
+        let lock = if self.locked {
+            ""
+        } else {
+            ", not in workloads.lock"
+        };
+        format!("{} v{} (sha256 {short}…{lock})", self.name, self.version)
+    }
+}
+
 impl Task {
     /// True when the task declares tools.
     pub fn is_agent(&self) -> bool {
@@ -95,7 +110,9 @@ impl Task {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequiredCall {
+    /// The tool's name.
     pub tool: String,
+    /// Argument values that must match; arguments left out are not checked.
     #[serde(default)]
     pub arguments: std::collections::BTreeMap<String, Value>,
 }

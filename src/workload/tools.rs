@@ -81,7 +81,9 @@ pub fn system_prompt(tools: &[ToolSpec], extra: Option<&str>) -> String {
 /// A call as parsed from the output, before it is run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedCall {
+    /// The tool name as written.
     pub name: String,
+    /// The arguments object (a JSON string holding an object is unwrapped).
     pub arguments: Value,
 }
 

@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum OneOrMany {
+    /// `value = "x"`
     One(String),
+    /// `value = ["x", "y"]`
     Many(Vec<String>),
 }
 
@@ -96,8 +98,11 @@ pub struct AbstainRule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "lowercase")]
 pub enum Outcome {
+    /// Every check held (and, for agents, every required call was made).
     Pass,
+    /// The answer is wrong; `reason` names the first unmet check or missing call.
     Fail { reason: String },
+    /// The model declined or ran out of tokens before answering, as the task defines it.
     Abstain { reason: String },
 }
 

@@ -11,14 +11,18 @@ use tokfire::report::text::render;
 fn check(format: Format, expected: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let file: ResultsFile =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep-record.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep-record.json")).unwrap())
+            .unwrap();
     let got = render(&file.runs[0], format);
     let path = dir.join(expected);
     if std::env::var_os("TOKFIRE_BLESS").is_some() {
         std::fs::write(&path, &got).unwrap();
     }
     let want = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(got, want, "rendering changed; review and bless (see the module doc)");
+    assert_eq!(
+        got, want,
+        "rendering changed; review and bless (see the module doc)"
+    );
 }
 
 #[test]

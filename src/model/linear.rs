@@ -1,14 +1,21 @@
-//! The model's one linear layer: quantized GGUF blocks through candle's `QMatMul`, or a dense
-//! matrix (f32/f16/bf16) through candle's gemm; activations are f32 on both paths; optional bias.
+//! The model's one linear layer: quantized GGUF blocks on the CPU through our kernels
+//! ([`crate::kernels`]: Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K), other quantized types and other
+//! devices through candle's `QMatMul`, dense matrices (f32/f16/bf16) through candle's gemm;
+//! activations are f32 on every path; optional bias.
+
+use std::sync::Arc;
 
 use candle_core::quantized::{QMatMul, QTensor};
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::{DType, Device, Module, Storage, Tensor};
 
 use crate::config::WeightDType;
+use crate::kernels::{QMatrix, QType};
 
 /// How a matrix is stored.
 #[derive(Debug, Clone)]
 pub enum Weight {
+    /// GGUF quantized blocks on the CPU, run by our kernels.
+    Kernel(Arc<QMatrix>),
     /// GGUF quantized blocks (or a small f32/f16 tensor candle keeps dense).
     Quant(QMatMul),
     /// Dense `[out, in]` in its storage dtype.
@@ -30,7 +37,10 @@ impl Linear {
         device: &Device,
     ) -> candle_core::Result<Self> {
         let weight = match dense_dtype(dtype) {
-            None => Weight::Quant(QMatMul::from_qtensor(q)?),
+            None => match kernel_matrix(&q, device)? {
+                Some(m) => Weight::Kernel(Arc::new(m)),
+                None => Weight::Quant(QMatMul::from_qtensor(q)?),
+            },
             Some(dt) => Weight::Dense(q.dequantize(device)?.to_dtype(dt)?),
         };
         Ok(Self { weight, bias: None })
@@ -57,6 +67,7 @@ impl Linear {
     /// Applies the layer to `x` `[T, in]`.
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let y = match &self.weight {
+            Weight::Kernel(m) => kernel_forward(m, x)?,
             Weight::Quant(q) => q.forward(x)?,
             Weight::Dense(w) if w.dtype() == DType::F32 => x.matmul(&w.t()?)?,
             Weight::Dense(w) => x
@@ -73,6 +84,7 @@ impl Linear {
     /// Short description of the storage, e.g. `q4_1` or `dense f32`.
     pub fn storage(&self) -> String {
         match &self.weight {
+            Weight::Kernel(m) => format!("{:?}", m.qtype()).to_lowercase(),
             Weight::Quant(QMatMul::QTensor(q)) => format!("{:?}", q.dtype()).to_lowercase(),
             Weight::Quant(QMatMul::Tensor(t))
             | Weight::Quant(QMatMul::TensorF16(t))
@@ -89,4 +101,41 @@ pub fn dense_dtype(dtype: WeightDType) -> Option<DType> {
         WeightDType::F16 => Some(DType::F16),
         WeightDType::Bf16 => Some(DType::BF16),
     }
+}
+
+/// The GGUF bytes of `q` as a [`QMatrix`] when our kernels handle it: on the CPU, a 2-D
+/// `[out, in]` matrix of a supported block type.
+fn kernel_matrix(q: &QTensor, device: &Device) -> candle_core::Result<Option<QMatrix>> {
+    let Some(qtype) = QType::from_ggml(q.dtype()) else {
+        return Ok(None);
+    };
+    let &[n, k] = q.shape().dims() else {
+        return Ok(None);
+    };
+    if !device.is_cpu() {
+        return Ok(None);
+    }
+    Ok(QMatrix::new(qtype, n, k, q.data()?.into_owned()))
+}
+
+/// `x [.., k] · Wᵀ` through our kernels, on the contiguous f32 CPU slice of `x`.
+fn kernel_forward(m: &QMatrix, x: &Tensor) -> candle_core::Result<Tensor> {
+    let x = x.to_dtype(DType::F32)?.contiguous()?;
+    let (k, n) = (m.k(), m.n());
+    let mut dims = x.dims().to_vec();
+    if dims.last() != Some(&k) {
+        candle_core::bail!("linear: input {:?} does not end in {k} features", x.shape());
+    }
+    let t = x.elem_count() / k;
+    let mut out = vec![0f32; t * n];
+    {
+        let (storage, layout) = x.storage_and_layout();
+        let Storage::Cpu(cpu) = &*storage else {
+            candle_core::bail!("linear: quantized kernel weights need CPU input");
+        };
+        let xs = &cpu.as_slice::<f32>()?[layout.start_offset()..][..t * k];
+        m.matmul(xs, t, &mut out);
+    }
+    *dims.last_mut().expect("dims end in k") = n;
+    Tensor::from_vec(out, dims, x.device())
 }

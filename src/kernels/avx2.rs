@@ -1,0 +1,54 @@
+//! The AVX2 + FMA + F16C level: [`super::simd`] tiles with the u8 × i8 dot done by
+//! `vpmaddubsw` (pairs into i16) then `vpmaddwd` by ones (into i32). Inputs never saturate
+//! the i16 pairs: weights are at most 31 (Q4/Q5) or |w| ≤ 128 (Q8_0), activations |a| ≤ 127.
+//! 16 ymm registers: tiles of 4 rows × 2 columns (1 × 4 at T = 1).
+
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+use super::blocks::QType;
+use super::matmul::OutPtr;
+use super::quantize::Acts;
+use super::simd::{self, Ctx, IDot, Tile};
+
+struct Maddubs;
+
+impl IDot for Maddubs {
+    #[inline(always)]
+    unsafe fn dot(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        let pairs = _mm256_maddubs_epi16(u, s);
+        _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn run<K: Tile>(ctx: &Ctx, cols: Range<usize>) {
+    simd::run::<K, Maddubs, 2, 4>(ctx, cols)
+}
+
+/// Columns `cols` of `out = acts · Wᵀ`; types without an AVX2 kernel use the scalar one.
+pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+    assert!(
+        super::has_avx2(),
+        "AVX2 kernel on a CPU without AVX2; this is a bug"
+    );
+    let ctx = Ctx {
+        w: w.as_ptr(),
+        row_bytes: acts.blocks() * qtype.block_bytes(),
+        acts,
+        out,
+    };
+    assert!(
+        w.len() >= cols.end * ctx.row_bytes,
+        "weights too short; this is a bug"
+    );
+    // SAFETY: the CPU has the features (asserted); `w` holds every row in `cols` (asserted);
+    // `acts` holds `rows` rows of `blocks` blocks; `out` is `[rows, n]` with n ≥ cols.end.
+    unsafe {
+        match qtype {
+            QType::Q4_1 => run::<simd::Q4_1>(&ctx, cols),
+            QType::Q8_0 => run::<simd::Q8_0>(&ctx, cols),
+            _ => super::scalar::matmul_cols(qtype, w, acts, cols, out),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The AVX-512 VNNI level: [`super::simd`] tiles with the u8 × i8 dot done by one
+//! `vpdpbusd` on 256-bit registers (AVX-512 VL encoding), so no i16 intermediate, and the 32
+//! registers of AVX-512 allow tiles of 4 rows × 4 columns (1 × 8 at T = 1).
+
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+use super::blocks::QType;
+use super::matmul::OutPtr;
+use super::quantize::Acts;
+use super::simd::{self, Ctx, IDot, Tile};
+
+struct Dpbusd;
+
+impl IDot for Dpbusd {
+    #[inline(always)]
+    unsafe fn dot(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        _mm256_dpbusd_epi32(acc, u, s)
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn run<K: Tile>(ctx: &Ctx, cols: Range<usize>) {
+    simd::run::<K, Dpbusd, 4, 8>(ctx, cols)
+}
+
+/// Columns `cols` of `out = acts · Wᵀ`; types without a VNNI kernel use the AVX2 one.
+pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+    assert!(
+        super::has_avx512_vnni(),
+        "VNNI kernel on a CPU without it; this is a bug"
+    );
+    let ctx = Ctx {
+        w: w.as_ptr(),
+        row_bytes: acts.blocks() * qtype.block_bytes(),
+        acts,
+        out,
+    };
+    assert!(
+        w.len() >= cols.end * ctx.row_bytes,
+        "weights too short; this is a bug"
+    );
+    // SAFETY: as in `avx2::matmul_cols`, with the VNNI features asserted.
+    unsafe {
+        match qtype {
+            QType::Q4_1 => run::<simd::Q4_1>(&ctx, cols),
+            QType::Q8_0 => run::<simd::Q8_0>(&ctx, cols),
+            _ => super::avx2::matmul_cols(qtype, w, acts, cols, out),
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The matmul driver: quantizes the T activation rows once (into a per-thread reusable
+//! buffer), then splits the output columns into equal chunks run in parallel on the rayon pool;
+//! inside a chunk the level's kernel walks column tiles, and for each it loads every weight
+//! block once and dots it against all T rows (register tiles of up to 4 rows).
+//!
+//! Each output element is computed by exactly one thread with an operation order that depends
+//! only on the kernel level and `k`, never on T, the tile a row lands in or the chunking, so a
+//! row's result is bit-identical whichever other rows share the call.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::blocks::QType;
+use super::quantize::Acts;
+use super::{pool, scalar, Level, QMatrix};
+
+/// Below this many multiply-adds (T × n × k) a matmul runs on the calling thread only.
+const PARALLEL_MIN_MACS: usize = 1 << 18;
+/// Column chunks are multiples of this many columns (every tile width divides it).
+const CHUNK_ALIGN: usize = 8;
+
+/// Where the kernels write: a row-major `[rows, n]` f32 output shared by the chunk workers,
+/// each writing only its own columns.
+#[derive(Clone, Copy)]
+pub struct OutPtr {
+    ptr: *mut f32,
+    n: usize,
+    rows: usize,
+}
+
+// SAFETY: workers write disjoint column ranges of the buffer, which outlives the parallel call.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    /// Writes element `(r, c)`. Panics (debug) out of bounds.
+    #[inline(always)]
+    pub fn write(self, r: usize, c: usize, v: f32) {
+        assert!(
+            r < self.rows && c < self.n,
+            "output index out of bounds; this is a bug"
+        );
+        // SAFETY: in bounds (checked above); each (r, c) is written by one worker only.
+        unsafe { *self.ptr.add(r * self.n + c) = v }
+    }
+}
+
+thread_local! {
+    static ACTS: RefCell<Acts> = RefCell::new(Acts::default());
+}
+
+/// `out[T, n] = x[T, k] · Wᵀ` at kernel level `lvl` (tests compare levels side by side with
+/// it; the model goes through [`QMatrix::matmul`]). Panics if the CPU lacks `lvl`.
+pub fn matmul_at(lvl: Level, w: &QMatrix, x: &[f32], t: usize, out: &mut [f32]) {
+    assert!(
+        lvl.available(),
+        "kernel level {lvl} is not available on this CPU"
+    );
+    let (qtype, n, k) = (w.qtype(), w.n(), w.k());
+    assert_eq!(x.len(), t * k, "matmul: x is not T × k");
+    assert_eq!(out.len(), t * n, "matmul: out is not T × n");
+    if t == 0 || n == 0 {
+        return;
+    }
+    ACTS.with(|cell| {
+        let mut acts = cell.borrow_mut();
+        acts.quantize(qtype.act_type(), x, t, k);
+        let dst = OutPtr {
+            ptr: out.as_mut_ptr(),
+            n,
+            rows: t,
+        };
+        run_parallel(lvl, qtype, w.bytes(), n, &acts, dst);
+    });
+}
+
+fn run_parallel(lvl: Level, qtype: QType, w: &[u8], n: usize, acts: &Acts, out: OutPtr) {
+    let threads = pool::threads();
+    if threads <= 1 || acts.rows * n * acts.k < PARALLEL_MIN_MACS {
+        return run_cols(lvl, qtype, w, acts, 0..n, out);
+    }
+    let chunks = chunk_ranges(n, threads * 2);
+    chunks
+        .into_par_iter()
+        .for_each(|cols| run_cols(lvl, qtype, w, acts, cols, out));
+}
+
+/// `parts` ranges covering `0..n`, each a multiple of [`CHUNK_ALIGN`] columns (but the last),
+/// sizes differing by at most one alignment unit.
+pub fn chunk_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
+    let units = n.div_ceil(CHUNK_ALIGN);
+    let parts = parts.clamp(1, units.max(1));
+    (0..parts)
+        .map(|i| {
+            let a = (units * i / parts * CHUNK_ALIGN).min(n);
+            let b = (units * (i + 1) / parts * CHUNK_ALIGN).min(n);
+            a..b
+        })
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+fn run_cols(lvl: Level, qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+    match lvl {
+        Level::Scalar => scalar::matmul_cols(qtype, w, acts, cols, out),
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => super::avx2::matmul_cols(qtype, w, acts, cols, out),
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512Vnni => super::avx512::matmul_cols(qtype, w, acts, cols, out),
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => scalar::matmul_cols(qtype, w, acts, cols, out),
+    }
+}

@@ -1,0 +1,190 @@
+//! Our quantized matmul for CPU: `y[T, n] = x[T, k] · W[n, k]ᵀ` with `W` kept as GGUF blocks
+//! (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K) and `x` f32, numerically as ggml/llama.cpp: the
+//! activations are quantized once per call to ggml's dot type for the weight (Q8_1 for Q4_1,
+//! Q8_0 for Q4_0/Q5_0/Q8_0, Q8_K for K-quants), integer block dots are exact, and the float
+//! combination follows ggml's per-block formula.
+//!
+//! Modules, one concern each: [`blocks`] (layouts), [`quantize`] (activations), [`scalar`]
+//! (the reference), `simd` + `avx2` + `avx512` (x86-64 kernels), [`matmul`] (tiles, threads),
+//! [`pool`] (the thread pool).
+//!
+//! Integration: called directly from `model::linear::Linear::forward` on the contiguous CPU
+//! slice of the input (no candle `CustomOp`): the weight bytes are copied out of the GGUF
+//! tensor once at load into a [`QMatrix`], so the hot path needs no candle storage access.
+//!
+//! The kernel level is chosen at run time ([`detect`]: the best the CPU has) and can be forced
+//! ([`force_level`]), e.g. to [`Level::Scalar`] so tests cover the reference path.
+
+pub mod blocks;
+pub mod matmul;
+pub mod pool;
+pub mod quantize;
+pub mod scalar;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod simd;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+pub use blocks::QType;
+pub use pool::{init_threads, threads};
+
+/// A SIMD level the kernels can run at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Plain Rust, the reference.
+    Scalar,
+    /// AVX2 + FMA + F16C.
+    Avx2,
+    /// AVX-512 F/BW/VL + VNNI (plus AVX2).
+    Avx512Vnni,
+}
+
+impl Level {
+    /// Every level, lowest first.
+    pub const ALL: [Level; 3] = [Level::Scalar, Level::Avx2, Level::Avx512Vnni];
+
+    /// Whether this CPU can run the level.
+    pub fn available(self) -> bool {
+        match self {
+            Level::Scalar => true,
+            Level::Avx2 => has_avx2(),
+            Level::Avx512Vnni => has_avx512_vnni(),
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Scalar => "scalar",
+            Level::Avx2 => "avx2",
+            Level::Avx512Vnni => "avx512-vnni",
+        })
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "scalar" => Ok(Level::Scalar),
+            "avx2" => Ok(Level::Avx2),
+            "avx512-vnni" => Ok(Level::Avx512Vnni),
+            _ => Err(format!(
+                "unknown kernel level '{s}'; expected scalar, avx2 or avx512-vnni"
+            )),
+        }
+    }
+}
+
+pub(crate) fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+pub(crate) fn has_avx512_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_avx2()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The best level this CPU has.
+pub fn detect() -> Level {
+    *Level::ALL
+        .iter()
+        .rev()
+        .find(|l| l.available())
+        .unwrap_or(&Level::Scalar)
+}
+
+const UNSET: u8 = u8::MAX;
+static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
+
+/// Makes every later matmul run at `level`; an error if this CPU lacks it.
+pub fn force_level(level: Level) -> Result<(), String> {
+    if !level.available() {
+        return Err(format!(
+            "--kernels {level}: this CPU does not support it (best available: {})",
+            detect()
+        ));
+    }
+    LEVEL.store(level as u8, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The level matmuls run at: forced, else [`detect`]ed.
+pub fn level() -> Level {
+    match LEVEL.load(Ordering::Relaxed) {
+        UNSET => {
+            let l = detect();
+            LEVEL.store(l as u8, Ordering::Relaxed);
+            l
+        }
+        v => Level::ALL[v as usize],
+    }
+}
+
+/// One line for reports, e.g. `tokfire kernels avx512-vnni, 2 threads`.
+pub fn describe() -> String {
+    format!("tokfire kernels {}, {} threads", level(), threads())
+}
+
+/// A quantized matrix `[n, k]` as GGUF block bytes, row by row.
+#[derive(Debug, Clone)]
+pub struct QMatrix {
+    qtype: QType,
+    n: usize,
+    k: usize,
+    bytes: Vec<u8>,
+}
+
+impl QMatrix {
+    /// From `n` rows of `k` values stored as `qtype` blocks; `None` if `k` is not whole blocks
+    /// or the byte count does not match.
+    pub fn new(qtype: QType, n: usize, k: usize, bytes: Vec<u8>) -> Option<Self> {
+        let ok = k % qtype.block_len() == 0
+            && bytes.len() == n * (k / qtype.block_len()) * qtype.block_bytes();
+        ok.then_some(Self { qtype, n, k, bytes })
+    }
+
+    pub fn qtype(&self) -> QType {
+        self.qtype
+    }
+    /// Output features (rows of W).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    /// Input features (columns of W).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+    /// The block bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// `out[T, n] = x[T, k] · Wᵀ`; `x.len()` must be `T * k` and `out.len()` `T * n`.
+    pub fn matmul(&self, x: &[f32], t: usize, out: &mut [f32]) {
+        matmul::matmul_at(level(), self, x, t, out)
+    }
+}

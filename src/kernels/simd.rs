@@ -1,0 +1,199 @@
+//! x86-64 tile kernels shared by the AVX2 and AVX-512 VNNI levels, generic over the one
+//! instruction that differs: the u8 × i8 → i32 dot of 4-byte groups ([`IDot`]).
+//!
+//! Everything here is `#[inline(always)]` and only ever inlined into a level's
+//! `#[target_feature]` entry point, which supplies the instruction set.
+//!
+//! A tile is R activation rows × C weight columns over all k. Per (row, column) the order of
+//! operations is fixed: for each block in order, the block's integer dot as 8 i32 lanes, to
+//! f32, times the broadcast `d_w * d_a`, fused-added into that pair's own accumulator; then a
+//! fixed horizontal sum, plus any per-block offset terms summed in block order. R and C only
+//! decide how many pairs run side by side, so results do not depend on T or tiling.
+
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+use super::matmul::OutPtr;
+use super::quantize::Acts;
+
+/// The u8 × i8 dot of 4-byte groups into i32 lanes, added to `acc`.
+pub trait IDot {
+    /// `acc + sum over each 4-byte group of u * s` (u unsigned, s signed) per i32 lane.
+    unsafe fn dot(acc: __m256i, u: __m256i, s: __m256i) -> __m256i;
+}
+
+/// What a weight type's tile kernel sees.
+pub struct Ctx<'a> {
+    /// First byte of weight row 0.
+    pub w: *const u8,
+    /// Bytes per weight row.
+    pub row_bytes: usize,
+    pub acts: &'a Acts,
+    pub out: OutPtr,
+}
+
+/// A weight type's R × C tile.
+pub trait Tile {
+    unsafe fn tile<D: IDot, const R: usize, const C: usize>(ctx: &Ctx, r0: usize, c0: usize);
+}
+
+/// Runs columns `cols` for all rows: C-wide column tiles (C1-wide when T = 1), 4-row tiles and
+/// the remainders.
+#[inline(always)]
+pub unsafe fn run<K: Tile, D: IDot, const C: usize, const C1: usize>(
+    ctx: &Ctx,
+    cols: Range<usize>,
+) {
+    let rows = ctx.acts.rows;
+    let mut c0 = cols.start;
+    if rows == 1 {
+        while c0 + C1 <= cols.end {
+            K::tile::<D, 1, C1>(ctx, 0, c0);
+            c0 += C1;
+        }
+    }
+    while c0 + C <= cols.end {
+        row_tiles::<K, D, C>(ctx, rows, c0);
+        c0 += C;
+    }
+    while c0 < cols.end {
+        row_tiles::<K, D, 1>(ctx, rows, c0);
+        c0 += 1;
+    }
+}
+
+#[inline(always)]
+unsafe fn row_tiles<K: Tile, D: IDot, const C: usize>(ctx: &Ctx, rows: usize, c0: usize) {
+    let mut r0 = 0;
+    while r0 + 4 <= rows {
+        K::tile::<D, 4, C>(ctx, r0, c0);
+        r0 += 4;
+    }
+    match rows - r0 {
+        1 => K::tile::<D, 1, C>(ctx, r0, c0),
+        2 => K::tile::<D, 2, C>(ctx, r0, c0),
+        3 => K::tile::<D, 3, C>(ctx, r0, c0),
+        _ => {}
+    }
+}
+
+/// Fixed-order horizontal sum of 8 lanes.
+#[inline(always)]
+pub unsafe fn hsum(v: __m256) -> f32 {
+    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    _mm_cvtss_f32(s)
+}
+
+/// The f16 at `p` (any alignment), converted and broadcast to 8 lanes.
+#[inline(always)]
+pub unsafe fn bcast_f16(p: *const u8) -> __m256 {
+    let bits = p.cast::<i16>().read_unaligned();
+    _mm256_cvtph_ps(_mm_set1_epi16(bits))
+}
+
+/// The f16 at `p` (any alignment) as f32.
+#[inline(always)]
+pub unsafe fn f16_at(p: *const u8) -> f32 {
+    half::f16::from_bits(p.cast::<u16>().read_unaligned()).to_f32()
+}
+
+/// 16 bytes of nibbles at `p` as 32 bytes: low nibbles (values 0..16), then high (16..32).
+#[inline(always)]
+pub unsafe fn nibbles(p: *const u8) -> __m256i {
+    let q = _mm_loadu_si128(p.cast());
+    let both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+}
+
+/// The 32 activation values of block `b` of row `r`.
+#[inline(always)]
+pub unsafe fn act_block(acts: &Acts, r: usize, b: usize) -> __m256i {
+    _mm256_loadu_si256(acts.qs.as_ptr().add(r * acts.k + b * 32).cast())
+}
+
+/// Adds `acc[r][c] += (dw[c] * da) * f32(sumi)`.
+#[inline(always)]
+pub unsafe fn fma_block(acc: &mut __m256, dw: __m256, da: __m256, sumi: __m256i) {
+    *acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(sumi), *acc);
+}
+
+/// Q4_1 × Q8_1: `sum_b (d_w d_a) sumi_b + sum_b m_w s_a`.
+pub struct Q4_1;
+
+impl Tile for Q4_1 {
+    #[inline(always)]
+    unsafe fn tile<D: IDot, const R: usize, const C: usize>(ctx: &Ctx, r0: usize, c0: usize) {
+        let acts = ctx.acts;
+        let nb = acts.blocks();
+        let col = |c: usize| ctx.w.add((c0 + c) * ctx.row_bytes);
+        let mut acc = [[_mm256_setzero_ps(); C]; R];
+        for b in 0..nb {
+            let mut wq = [_mm256_setzero_si256(); C];
+            let mut dw = [_mm256_setzero_ps(); C];
+            for c in 0..C {
+                let blk = col(c).add(b * 20);
+                wq[c] = nibbles(blk.add(4));
+                dw[c] = bcast_f16(blk);
+            }
+            for r in 0..R {
+                let a = act_block(acts, r0 + r, b);
+                let da = _mm256_set1_ps(*acts.d.get_unchecked((r0 + r) * nb + b));
+                for c in 0..C {
+                    let sumi = D::dot(_mm256_setzero_si256(), wq[c], a);
+                    fma_block(&mut acc[r][c], dw[c], da, sumi);
+                }
+            }
+        }
+        for c in 0..C {
+            let mut ms = [0f32; R];
+            for b in 0..nb {
+                let m = f16_at(col(c).add(b * 20 + 2));
+                for r in 0..R {
+                    ms[r] += m * *acts.s.get_unchecked((r0 + r) * nb + b);
+                }
+            }
+            for r in 0..R {
+                ctx.out.write(r0 + r, c0 + c, hsum(acc[r][c]) + ms[r]);
+            }
+        }
+    }
+}
+
+/// Q8_0 × Q8_0: `sum_b (d_w d_a) sumi_b`, signed × signed via `|w|` and `sign(a, w)`.
+pub struct Q8_0;
+
+impl Tile for Q8_0 {
+    #[inline(always)]
+    unsafe fn tile<D: IDot, const R: usize, const C: usize>(ctx: &Ctx, r0: usize, c0: usize) {
+        let acts = ctx.acts;
+        let nb = acts.blocks();
+        let mut acc = [[_mm256_setzero_ps(); C]; R];
+        for b in 0..nb {
+            let mut wq = [_mm256_setzero_si256(); C];
+            let mut wa = [_mm256_setzero_si256(); C];
+            let mut dw = [_mm256_setzero_ps(); C];
+            for c in 0..C {
+                let blk = ctx.w.add((c0 + c) * ctx.row_bytes + b * 34);
+                wq[c] = _mm256_loadu_si256(blk.add(2).cast());
+                wa[c] = _mm256_sign_epi8(wq[c], wq[c]);
+                dw[c] = bcast_f16(blk);
+            }
+            for r in 0..R {
+                let a = act_block(acts, r0 + r, b);
+                let da = _mm256_set1_ps(*acts.d.get_unchecked((r0 + r) * nb + b));
+                for c in 0..C {
+                    let s = _mm256_sign_epi8(a, wq[c]);
+                    let sumi = D::dot(_mm256_setzero_si256(), wa[c], s);
+                    fma_block(&mut acc[r][c], dw[c], da, sumi);
+                }
+            }
+        }
+        for c in 0..C {
+            for r in 0..R {
+                ctx.out.write(r0 + r, c0 + c, hsum(acc[r][c]));
+            }
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! Our quantized matmul kernels against the scalar reference on random GGUF blocks: every
+//! SIMD level this CPU has, T = 1…17, odd column counts. Float results agree within
+//! `TOL × sum |w_j a_j|` (the dot's magnitude, so cancellation cannot hide an error); with
+//! unit scales the results are exact integers and must be bit-equal; each row's result is
+//! bit-identical whatever T and whichever rows share the call. Also runs the default model
+//! with the scalar level forced.
+
+mod common;
+
+use half::f16;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokfire::kernels::blocks::{dequantize_row, QType};
+use tokfire::kernels::matmul::matmul_at;
+use tokfire::kernels::quantize::Acts;
+use tokfire::kernels::{scalar, Level, QMatrix};
+
+/// Relative tolerance against the dot's magnitude. f32 has a 6e-8 unit roundoff; a dot of k
+/// values sums ≤ k/32 + 8 rounded terms in a different order per level, so 2e-5 leaves a
+/// wide margin for k ≤ 2048 while catching any wrong block or lane (errors of order 1).
+const TOL: f32 = 2e-5;
+
+/// Serializes the tests that set the process-wide level.
+static LEVEL_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+const TYPES: [QType; 2] = [QType::Q4_1, QType::Q8_0];
+
+fn levels() -> Vec<Level> {
+    Level::ALL.into_iter().filter(|l| l.available()).collect()
+}
+
+/// Byte ranges of a block's f16 fields.
+fn f16_fields(q: QType) -> &'static [usize] {
+    match q {
+        QType::Q4_0 | QType::Q5_0 | QType::Q8_0 => &[0],
+        QType::Q4_1 | QType::Q4K => &[0, 2],
+        QType::Q6K => &[208],
+    }
+}
+
+/// `n` rows of `k` values of random blocks; scales from `scale(rng, field)`.
+fn random_matrix(
+    q: QType,
+    n: usize,
+    k: usize,
+    rng: &mut StdRng,
+    scale: impl Fn(&mut StdRng, usize) -> f32,
+) -> QMatrix {
+    let blocks = n * k / q.block_len();
+    let mut bytes = vec![0u8; blocks * q.block_bytes()];
+    rng.fill(bytes.as_mut_slice());
+    for blk in bytes.chunks_exact_mut(q.block_bytes()) {
+        for (i, &at) in f16_fields(q).iter().enumerate() {
+            let v = f16::from_f32(scale(rng, i));
+            blk[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    QMatrix::new(q, n, k, bytes).expect("whole blocks")
+}
+
+fn random_scales(rng: &mut StdRng, field: usize) -> f32 {
+    if field == 0 {
+        rng.random_range(0.001..0.05)
+    } else {
+        rng.random_range(-0.2..0.2)
+    }
+}
+
+fn random_x(t: usize, k: usize, rng: &mut StdRng) -> Vec<f32> {
+    (0..t * k).map(|_| rng.random_range(-3.0f32..3.0)).collect()
+}
+
+fn run(level: Level, w: &QMatrix, x: &[f32], t: usize) -> Vec<f32> {
+    let mut out = vec![f32::NAN; t * w.n()];
+    matmul_at(level, w, x, t, &mut out);
+    out
+}
+
+/// The scalar reference dots and each element's magnitude `sum |w_j a_j|` (dequantized).
+fn reference(w: &QMatrix, x: &[f32], t: usize) -> (Vec<f32>, Vec<f32>) {
+    let (n, k, q) = (w.n(), w.k(), w.qtype());
+    let mut acts = Acts::default();
+    acts.quantize(q.act_type(), x, t, k);
+    let row_bytes = w.bytes().len() / n;
+    let (mut dots, mut mags) = (vec![0.0; t * n], vec![0.0; t * n]);
+    let mut wf = vec![0f32; k];
+    for c in 0..n {
+        let wr = &w.bytes()[c * row_bytes..(c + 1) * row_bytes];
+        dequantize_row(q, wr, &mut wf);
+        for r in 0..t {
+            dots[r * n + c] = scalar::dot_row(q, wr, &acts, r);
+            let bl = acts.block_len();
+            mags[r * n + c] = (0..k)
+                .map(|j| (wf[j] * acts.qs[r * k + j] as f32 * acts.d[r * (k / bl) + j / bl]).abs())
+                .sum();
+        }
+    }
+    (dots, mags)
+}
+
+#[test]
+fn every_level_matches_the_scalar_reference_for_t_1_to_17() {
+    let mut rng = StdRng::seed_from_u64(4);
+    for q in TYPES {
+        for (n, k) in [(1, 32), (7, 96), (13, 576), (37, 64), (9, 1536)] {
+            let w = random_matrix(q, n, k, &mut rng, random_scales);
+            for t in 1..=17 {
+                let x = random_x(t, k, &mut rng);
+                let (want, mag) = reference(&w, &x, t);
+                for level in levels() {
+                    let got = run(level, &w, &x, t);
+                    for i in 0..t * n {
+                        let err = (got[i] - want[i]).abs();
+                        assert!(
+                            err <= TOL * mag[i] + 1e-6,
+                            "{q:?} {level} n={n} k={k} t={t} elem {i}: {} vs scalar {} (|w||a| {})",
+                            got[i],
+                            want[i],
+                            mag[i]
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_parts_are_exact_with_unit_scales() {
+    let mut rng = StdRng::seed_from_u64(5);
+    for q in TYPES {
+        let (n, k) = (11, 576);
+        // d = 1, m = 0: every result is an exact integer below 2^24.
+        let w = random_matrix(q, n, k, &mut rng, |_, f| if f == 0 { 1.0 } else { 0.0 });
+        for t in [1, 3, 5] {
+            // Integers in -127..=127 with 127 in every block: the activation scale is exactly 1.
+            let mut x: Vec<f32> = (0..t * k)
+                .map(|_| rng.random_range(-127i32..=127) as f32)
+                .collect();
+            x.iter_mut().step_by(32).for_each(|v| *v = 127.0);
+            let want = run(Level::Scalar, &w, &x, t);
+            for v in &want {
+                assert_eq!(v.fract(), 0.0, "scalar result {v} is not an integer");
+            }
+            for level in levels() {
+                assert_eq!(run(level, &w, &x, t), want, "{q:?} {level} t={t}");
+            }
+        }
+    }
+}
+
+#[test]
+fn each_row_is_bit_identical_whatever_shares_the_call() {
+    let mut rng = StdRng::seed_from_u64(6);
+    for q in TYPES {
+        // Enough columns to go parallel, odd so every tail path runs.
+        let (n, k) = (1031, 576);
+        let w = random_matrix(q, n, k, &mut rng, random_scales);
+        let t = 17;
+        let x = random_x(t, k, &mut rng);
+        for level in levels() {
+            let all = run(level, &w, &x, t);
+            for r in 0..t {
+                let alone = run(level, &w, &x[r * k..(r + 1) * k], 1);
+                assert!(
+                    alone
+                        .iter()
+                        .zip(&all[r * n..(r + 1) * n])
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{q:?} {level}: row {r} differs between T={t} and T=1"
+                );
+            }
+            let pair = run(level, &w, &x[5 * k..7 * k], 2);
+            assert_eq!(pair, all[5 * n..7 * n], "{q:?} {level}: rows 5-6 as T=2");
+        }
+    }
+}
+
+#[test]
+fn quantized_activations_round_trip_within_half_a_step() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let (t, k) = (3, 576);
+    let x = random_x(t, k, &mut rng);
+    for q in TYPES {
+        let mut acts = Acts::default();
+        acts.quantize(q.act_type(), &x, t, k);
+        let bl = acts.block_len();
+        for (j, &v) in x.iter().enumerate() {
+            let d = acts.d[j / bl];
+            let back = acts.qs[j] as f32 * d;
+            // q was rounded with the unrounded scale; d is stored through f16 (2^-11 relative).
+            assert!(
+                (back - v).abs() <= d * (0.5 + 127.0 / 2048.0),
+                "{q:?} value {j}: {v} → {back}"
+            );
+        }
+    }
+}
+
+#[test]
+fn level_names_round_trip_and_forcing_an_unavailable_level_fails() {
+    let _guard = LEVEL_LOCK.lock().unwrap();
+    for l in Level::ALL {
+        assert_eq!(l.to_string().parse::<Level>().unwrap(), l);
+        assert_eq!(tokfire::kernels::force_level(l).is_ok(), l.available());
+    }
+    assert!("avx9".parse::<Level>().is_err());
+    assert!(tokfire::kernels::detect().available());
+}
+
+/// llama.cpp's greedy continuation of "The capital of France is" (as in `real_model.rs`).
+const PARIS: [u32; 16] = [
+    7042, 30, 198, 198, 504, 1797, 1918, 553, 253, 2155, 282, 4723, 216, 35, 33, 33,
+];
+
+#[test]
+fn scalar_level_runs_the_default_model_like_llama_cpp() {
+    // Sets the process-wide level (under LEVEL_LOCK); the other tests pass theirs explicitly.
+    let _guard = LEVEL_LOCK.lock().unwrap();
+    tokfire::kernels::force_level(Level::Scalar).unwrap();
+    let m = common::load(
+        &common::default_model_path(),
+        tokfire::config::WeightDType::Q,
+    );
+    let prompt = m.tokenizer.encode("The capital of France is").unwrap();
+    let ours = common::solo(&m.model, &prompt, PARIS.len());
+    assert_eq!(ours.tokens, PARIS, "scalar kernels vs llama.cpp");
+    let best = tokfire::kernels::detect();
+    tokfire::kernels::force_level(best).unwrap();
+    assert_eq!(tokfire::kernels::level(), best);
+}

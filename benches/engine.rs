@@ -5,7 +5,7 @@
 //! aggregate decode tok/s with 2 and 3 sequences in one step. Every case runs `--rounds` times,
 //! ours and stock interleaved; the table shows medians with min–max.
 //!
-//! `cargo bench --bench engine [-- --rounds N --decode N]`
+//! `cargo bench --bench engine [-- --rounds N --decode N --threads N]`
 
 use std::time::Instant;
 
@@ -23,18 +23,21 @@ const TEXT: &str = "The history of the printing press begins in the fifteenth ce
 struct Args {
     rounds: usize,
     decode: usize,
+    threads: Option<usize>,
 }
 
 fn args() -> Args {
     let mut a = Args {
         rounds: 3,
         decode: 64,
+        threads: None,
     };
     let argv: Vec<String> = std::env::args().collect();
     for w in argv.windows(2) {
         match w[0].as_str() {
             "--rounds" => a.rounds = w[1].parse().expect("--rounds N"),
             "--decode" => a.decode = w[1].parse().expect("--decode N"),
+            "--threads" => a.threads = Some(w[1].parse().expect("--threads N")),
             _ => {}
         }
     }
@@ -151,6 +154,7 @@ fn row(name: &str, ours: &[f64], stock: Option<&[f64]>) {
 
 fn main() {
     let a = args();
+    tokfire::kernels::init_threads(a.threads).expect("--threads");
     let m = tokfire::model::manifest::manifest().unwrap();
     let cache = std::env::var_os("TOKFIRE_CACHE")
         .map(Into::into)
@@ -187,7 +191,7 @@ fn main() {
         o[3].push(ours_decode(&ours.model, short, 2, a.decode));
         o[4].push(ours_decode(&ours.model, short, 3, a.decode));
     }
-    println!("engine benchmark: {} | {} threads | {} rounds, median (min–max) tok/s | decode {} tokens after a 16-token prompt", path.display(), candle_core::utils::get_num_threads(), a.rounds, a.decode);
+    println!("engine benchmark: {} | {} | {} rounds, median (min–max) tok/s | decode {} tokens after a 16-token prompt", path.display(), tokfire::kernels::describe(), a.rounds, a.decode);
     println!("| case | ours | stock quantized_llama | ours ÷ stock |");
     println!("|---|---|---|---|");
     row("prefill 128", &o[0], Some(&s[0]));

@@ -1,7 +1,7 @@
 //! The AVX2 + FMA + F16C level: [`super::simd`] tiles with the u8 × i8 dot done by
 //! `vpmaddubsw` (pairs into i16) then `vpmaddwd` by ones (into i32). Inputs never saturate
 //! the i16 pairs: weights are at most 31 (Q4/Q5) or |w| ≤ 128 (Q8_0), activations |a| ≤ 127.
-//! 16 ymm registers: tiles of 4 rows × 2 columns (1 × 4 at T = 1).
+//! 16 ymm registers: tiles of 4 rows × 2 columns.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -23,7 +23,7 @@ impl IDot for Maddubs {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn run<K: Tile>(ctx: &Ctx, cols: Range<usize>) {
-    simd::run::<K, Maddubs, 2, 4>(ctx, cols)
+    simd::run::<K, Maddubs, 2, 1>(ctx, cols)
 }
 
 /// Columns `cols` of `out = acts · Wᵀ`; types without an AVX2 kernel use the scalar one.

@@ -1,6 +1,6 @@
 //! The AVX-512 VNNI level: [`super::simd`] tiles with the u8 × i8 dot done by one
 //! `vpdpbusd` on 256-bit registers (AVX-512 VL encoding), so no i16 intermediate, and the 32
-//! registers of AVX-512 allow tiles of 4 rows × 4 columns (1 × 8 at T = 1).
+//! registers of AVX-512 allow tiles of 4 rows × 4 columns.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -21,7 +21,7 @@ impl IDot for Dpbusd {
 
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn run<K: Tile>(ctx: &Ctx, cols: Range<usize>) {
-    simd::run::<K, Dpbusd, 4, 8>(ctx, cols)
+    simd::run::<K, Dpbusd, 4, 1>(ctx, cols)
 }
 
 /// Columns `cols` of `out = acts · Wᵀ`; types without a VNNI kernel use the AVX2 one.

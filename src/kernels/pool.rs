@@ -45,3 +45,15 @@ pub fn init_threads(n: Option<usize>) -> Result<usize, String> {
 pub fn threads() -> usize {
     rayon::current_num_threads()
 }
+
+/// Runs `f` on a worker of the pool and waits for it. A model step wrapped in this keeps the
+/// calling thread asleep, so on a machine with as many cores as threads no third thread
+/// competes with the workers (idle workers spin briefly between parallel calls).
+pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_thread_index().is_some() {
+        return f();
+    }
+    let mut out = None;
+    rayon::scope(|_| out = Some(f()));
+    out.expect("the scope ran the closure; this is a bug")
+}

@@ -150,6 +150,15 @@ impl Llama {
         inputs: &[SeqInput],
         caches: &mut [&mut KvCache],
     ) -> Result<Tensor, EngineError> {
+        crate::kernels::pool::install(|| self.forward_here(inputs, caches))
+    }
+
+    /// [`Llama::forward`] on the calling thread.
+    fn forward_here(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
         let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
         let plan = StepPlan::new(inputs, caches)?;
         for (cache, input) in caches.iter_mut().zip(inputs) {

@@ -23,7 +23,7 @@ const TOL: f32 = 2e-5;
 /// Serializes the tests that set the process-wide level.
 static LEVEL_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-const TYPES: [QType; 2] = [QType::Q4_1, QType::Q8_0];
+const TYPES: [QType; 4] = [QType::Q4_1, QType::Q8_0, QType::Q4_0, QType::Q5_0];
 
 fn levels() -> Vec<Level> {
     Level::ALL.into_iter().filter(|l| l.available()).collect()
@@ -228,4 +228,38 @@ fn scalar_level_runs_the_default_model_like_llama_cpp() {
     let best = tokfire::kernels::detect();
     tokfire::kernels::force_level(best).unwrap();
     assert_eq!(tokfire::kernels::level(), best);
+}
+
+#[test]
+fn scalar_reference_equals_dequantized_weights_times_dequantized_activations() {
+    // Ties the reference to the block layouts (ggml's dequantize_row_*): the same dot in f64
+    // on dequantized values. Q4_1 also rounds its `s = d * sum` through f16 (2^-11 relative).
+    let mut rng = StdRng::seed_from_u64(8);
+    for q in TYPES {
+        let (n, k, t) = (5, 256, 3);
+        let w = random_matrix(q, n, k, &mut rng, random_scales);
+        let x = random_x(t, k, &mut rng);
+        let (dots, mags) = reference(&w, &x, t);
+        let mut acts = Acts::default();
+        acts.quantize(q.act_type(), &x, t, k);
+        let bl = acts.block_len();
+        let mut wf = vec![0f32; k];
+        for c in 0..n {
+            let row = w.bytes().len() / n;
+            dequantize_row(q, &w.bytes()[c * row..(c + 1) * row], &mut wf);
+            for r in 0..t {
+                let exact: f64 = (0..k)
+                    .map(|j| {
+                        let a = acts.qs[r * k + j] as f64 * acts.d[(r * k + j) / bl] as f64;
+                        wf[j] as f64 * a
+                    })
+                    .sum();
+                let (got, mag) = (dots[r * n + c] as f64, mags[r * n + c] as f64);
+                assert!(
+                    (got - exact).abs() <= 1e-3 * mag + 1e-6,
+                    "{q:?} ({r},{c}): {got} vs {exact}"
+                );
+            }
+        }
+    }
 }

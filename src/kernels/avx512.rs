@@ -45,6 +45,8 @@ pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out:
         match qtype {
             QType::Q4_1 => run::<simd::Q4_1>(&ctx, cols),
             QType::Q8_0 => run::<simd::Q8_0>(&ctx, cols),
+            QType::Q4_0 => run::<simd::Offset<simd::Q4_0>>(&ctx, cols),
+            QType::Q5_0 => run::<simd::Offset<simd::Q5_0>>(&ctx, cols),
             _ => super::avx2::matmul_cols(qtype, w, acts, cols, out),
         }
     }

@@ -200,3 +200,95 @@ impl Tile for Q8_0 {
         }
     }
 }
+
+/// A 32-value block type with unsigned values `q` and `x = d * (q - 2^OFFSET_LOG2)`.
+pub trait OffsetBlock {
+    /// Bytes per block; the f16 `d` is at byte 0.
+    const BYTES: usize;
+    /// log2 of the offset (8 → 3, 16 → 4).
+    const OFFSET_LOG2: i32;
+    /// The 32 unsigned values of the block at `blk`.
+    unsafe fn values(blk: *const u8) -> __m256i;
+}
+
+/// Q4_0 × Q8_0 and Q5_0 × Q8_0: the unsigned values dotted with `vpdpbusd`/`vpmaddubsw`
+/// starting from `-offset * sum(a)` per 4-value group (precomputed with the activations), so
+/// each lane holds the exact `sum (q - offset) a` of its group.
+pub struct Offset<B: OffsetBlock>(std::marker::PhantomData<B>);
+
+impl<B: OffsetBlock> Tile for Offset<B> {
+    #[inline(always)]
+    unsafe fn tile<D: IDot, const R: usize, const C: usize>(ctx: &Ctx, r0: usize, c0: usize) {
+        let acts = ctx.acts;
+        let nb = acts.blocks();
+        let mut acc = [[_mm256_setzero_ps(); C]; R];
+        for b in 0..nb {
+            let mut wq = [_mm256_setzero_si256(); C];
+            let mut dw = [_mm256_setzero_ps(); C];
+            for c in 0..C {
+                let blk = ctx.w.add((c0 + c) * ctx.row_bytes + b * B::BYTES);
+                wq[c] = B::values(blk);
+                dw[c] = bcast_f16(blk);
+            }
+            for r in 0..R {
+                let a = act_block(acts, r0 + r, b);
+                let da = _mm256_set1_ps(*acts.d.get_unchecked((r0 + r) * nb + b));
+                let sum4 =
+                    _mm256_loadu_si256(acts.sum4.as_ptr().add(((r0 + r) * nb + b) * 8).cast());
+                let bias = _mm256_sub_epi32(
+                    _mm256_setzero_si256(),
+                    _mm256_sll_epi32(sum4, _mm_cvtsi32_si128(B::OFFSET_LOG2)),
+                );
+                for c in 0..C {
+                    let sumi = D::dot(bias, wq[c], a);
+                    fma_block(&mut acc[r][c], dw[c], da, sumi);
+                }
+            }
+        }
+        for c in 0..C {
+            for r in 0..R {
+                ctx.out.write(r0 + r, c0 + c, hsum(acc[r][c]));
+            }
+        }
+    }
+}
+
+/// Q4_0 blocks: `d`, 16 bytes of nibbles.
+pub struct Q4_0;
+
+impl OffsetBlock for Q4_0 {
+    const BYTES: usize = 18;
+    const OFFSET_LOG2: i32 = 3;
+    #[inline(always)]
+    unsafe fn values(blk: *const u8) -> __m256i {
+        nibbles(blk.add(2))
+    }
+}
+
+/// Q5_0 blocks: `d`, 32 high bits `qh`, 16 bytes of nibbles.
+pub struct Q5_0;
+
+impl OffsetBlock for Q5_0 {
+    const BYTES: usize = 22;
+    const OFFSET_LOG2: i32 = 4;
+    #[inline(always)]
+    unsafe fn values(blk: *const u8) -> __m256i {
+        let qh = blk.add(2).cast::<i32>().read_unaligned();
+        // Byte j gets byte j/8 of qh; OR-ing every bit but bit j%8 leaves all-ones iff it is set.
+        let spread = _mm256_shuffle_epi8(
+            _mm256_set1_epi32(qh),
+            _mm256_set_epi64x(
+                0x0303030303030303,
+                0x0202020202020202,
+                0x0101010101010101,
+                0,
+            ),
+        );
+        let ones = _mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+        let high = _mm256_cmpeq_epi8(ones, _mm256_set1_epi64x(-1));
+        _mm256_or_si256(
+            nibbles(blk.add(6)),
+            _mm256_and_si256(high, _mm256_set1_epi8(0x10)),
+        )
+    }
+}

@@ -93,10 +93,24 @@ pub struct ModelArgs {
     pub device: String,
 }
 
+/// How the CPU computes.
+#[derive(Debug, Clone, Args)]
+pub struct RuntimeArgs {
+    /// Compute threads, one pool for the whole run [default: the physical cores].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Quantized-matmul kernels on the CPU: auto (the best this CPU has), scalar, avx2 or
+    /// avx512-vnni.
+    #[arg(long, default_value = "auto")]
+    pub kernels: String,
+}
+
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
     /// Raw prompt text, fed as is (no chat template).
     #[arg(long, short = 'p', conflicts_with = "chat")]
     pub prompt: Option<String>,
@@ -173,9 +187,8 @@ pub struct BenchArgs {
     /// KV-cache budget: tokens (e.g. 16384) or bytes with a unit (e.g. 256MiB).
     #[arg(long, default_value = "16384")]
     pub kv_budget: String,
-    /// Compute threads [default: all logical CPUs].
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
     /// Cap every task's output limit at N tokens.
     #[arg(long, short = 'n')]
     pub max_tokens: Option<usize>,

@@ -7,6 +7,7 @@ use candle_core::Device;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
+use crate::kernels::{self, Level};
 
 /// How weights are held in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
@@ -86,6 +87,85 @@ impl std::fmt::Display for DeviceSpec {
             Self::Cuda(n) => write!(f, "cuda:{n}"),
             Self::Metal => write!(f, "metal"),
         }
+    }
+}
+
+/// How the CPU computes: thread count and kernel level (the same for every level of a run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RuntimeConfig {
+    /// Compute threads (none = candle's default, the physical cores).
+    pub threads: Option<usize>,
+    /// Kernel level forced with `--kernels` (none = the best this CPU has).
+    pub kernels: Option<Level>,
+}
+
+impl RuntimeConfig {
+    /// From `--threads` and `--kernels auto|scalar|avx2|avx512-vnni`.
+    pub fn parse(threads: Option<usize>, kernels: &str) -> Result<Self, ConfigError> {
+        let bad = |flag: &str, value: String, reason: String| ConfigError::Flag {
+            flag: flag.into(),
+            value,
+            reason,
+        };
+        if threads == Some(0) {
+            let why = "must be at least 1 (leave it out for all cores)".to_string();
+            return Err(bad("--threads", "0".into(), why));
+        }
+        let kernels = match kernels {
+            "auto" => None,
+            s => Some(
+                s.parse::<Level>()
+                    .map_err(|e| bad("--kernels", s.into(), e))?,
+            ),
+        };
+        Ok(Self { threads, kernels })
+    }
+
+    /// Builds the thread pool and sets the kernel level, once per process and before any model
+    /// work; returns what the engine runs with.
+    pub fn apply(&self, device: DeviceSpec) -> Result<RuntimeInfo, ConfigError> {
+        let flag = |flag: &str, value: String, reason: String| ConfigError::Flag {
+            flag: flag.into(),
+            value,
+            reason,
+        };
+        let threads = kernels::init_threads(self.threads).map_err(|e| {
+            let value = self.threads.map_or("(default)".into(), |n| n.to_string());
+            flag("--threads", value, e)
+        })?;
+        if let Some(level) = self.kernels {
+            kernels::force_level(level).map_err(|e| flag("--kernels", level.to_string(), e))?;
+        }
+        let kernels = match device {
+            DeviceSpec::Cpu => format!("tokfire kernels {}", kernels::level()),
+            _ => "candle kernels".into(),
+        };
+        Ok(RuntimeInfo {
+            device: device.to_string(),
+            kernels,
+            threads,
+        })
+    }
+}
+
+/// What the engine ran with, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeInfo {
+    /// `cpu`, `cuda:N` or `metal`.
+    pub device: String,
+    /// Quantized-matmul kernels: ours with their SIMD level on the CPU, else candle's.
+    pub kernels: String,
+    /// Compute threads of the pool.
+    pub threads: usize,
+}
+
+impl std::fmt::Display for RuntimeInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} · {} · {} threads",
+            self.device, self.kernels, self.threads
+        )
     }
 }
 

@@ -79,7 +79,8 @@ fn sweep_prints_the_sheet_and_records_every_field() {
         wl.to_str().unwrap(),
         out.to_str().unwrap(),
     );
-    let mut a = vec!["sweep", "--jobs", "1,3", "--trace", trace.to_str().unwrap()];
+    let mut a = vec!["sweep", "--jobs", "1,3", "--threads", "1"];
+    a.extend(["--trace", trace.to_str().unwrap()]);
     a.extend(args(m, wl, o));
     let res = tokfire().args(&a).output().unwrap();
     let stdout = String::from_utf8_lossy(&res.stdout);
@@ -113,6 +114,9 @@ fn sweep_prints_the_sheet_and_records_every_field() {
     assert_eq!(run.model.sha256.len(), 64);
     assert!(run.command.iter().any(|a| a == "sweep"));
     assert!(!run.build.version.is_empty() && !run.machine.cpu_model.is_empty());
+    assert_eq!(run.runtime.threads, 1, "--threads is applied and recorded");
+    assert_eq!(run.config.runtime.threads, Some(1));
+    assert!(run.runtime.kernels.starts_with("tokfire kernels "));
     assert!(run.load.seconds > 0.0);
     assert_eq!(run.levels.len(), 2);
     for level in &run.levels {
@@ -290,6 +294,12 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
     assert!(bad("sweep", good, o, &["--jobs", "1,0"]).contains("--jobs"));
     assert!(bad("run", good, o, &["--rounds", "0"]).contains("--rounds"));
     assert!(bad("run", good, o, &["--rounds", "2"]).contains("--allow-few-rounds"));
+    assert!(bad("run", good, o, &["--threads", "0"]).contains("--threads"));
+    let e = bad("run", good, o, &["--kernels", "avx9"]);
+    assert!(
+        e.contains("--kernels avx9") && e.contains("avx512-vnni"),
+        "{e}"
+    );
     let e = bad("run", "no-such-workload", o, &[]);
     assert!(e.contains("no-such-workload") && e.contains("chat"), "{e}");
 

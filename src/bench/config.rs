@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ModelConfig, SamplingConfig};
+use crate::config::{ModelConfig, RuntimeConfig, SamplingConfig};
 use crate::error::ConfigError;
 
 /// Rounds below this need `--allow-few-rounds`.
@@ -76,8 +76,6 @@ pub struct EngineSettings {
     /// Longest prefill chunk of one sequence in one step.
     pub prefill_chunk: usize,
     pub kv_budget: KvBudget,
-    /// Compute threads (none = all logical CPUs).
-    pub threads: Option<usize>,
 }
 
 /// A whole `run` / `sweep`.
@@ -86,6 +84,7 @@ pub struct RunConfig {
     /// `run` or `sweep`.
     pub verb: String,
     pub model: ModelConfig,
+    pub runtime: RuntimeConfig,
     /// Workload name or file, as given.
     pub workload: String,
     /// Concurrency levels, in order.
@@ -157,13 +156,6 @@ impl RunConfig {
             if v == 0 {
                 return Err(flag(name, "0".into(), "must be at least 1"));
             }
-        }
-        if e.threads == Some(0) {
-            return Err(flag(
-                "--threads",
-                "0".into(),
-                "must be at least 1 (leave it out for all CPUs)",
-            ));
         }
         if self.max_tokens == Some(0) {
             return Err(flag("--max-tokens", "0".into(), "must be at least 1"));

@@ -8,9 +8,10 @@ pub mod round;
 pub mod samples;
 pub mod sweep;
 
+use crate::config::RuntimeInfo;
 use crate::error::BenchError;
 
-/// Prepares the compute runtime once (threads) and describes it for the record.
-pub fn runtime(cfg: &config::RunConfig) -> Result<String, BenchError> {
-    Ok(format!("{} · candle kernels", cfg.model.device))
+/// Prepares the compute runtime once (thread pool, kernel level) and describes it for the record.
+pub fn runtime(cfg: &config::RunConfig) -> Result<RuntimeInfo, BenchError> {
+    Ok(cfg.runtime.apply(cfg.model.device)?)
 }

@@ -17,6 +17,7 @@ pub fn config(
     let cfg = RunConfig {
         verb: verb.into(),
         model: super::model_config(&args.model)?,
+        runtime: super::runtime_config(&args.runtime)?,
         workload: args.workload.clone(),
         jobs,
         rounds: args.rounds,
@@ -27,7 +28,6 @@ pub fn config(
             max_batch_tokens: args.max_batch_tokens,
             prefill_chunk: args.prefill_chunk,
             kv_budget: KvBudget::parse(&args.kv_budget)?,
-            threads: args.threads,
         },
         max_tokens: args.max_tokens,
         out: args

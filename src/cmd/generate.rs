@@ -14,6 +14,7 @@ pub const DEFAULT_PROMPT: &str = "The capital of France is";
 
 pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let cfg = super::model_config(&args.model)?;
+    let runtime = super::runtime_config(&args.runtime)?.apply(cfg.device)?;
     let sampling = args.sampling.config();
     sampling.validate()?;
     let loaded = model::load(&cfg)?;
@@ -36,7 +37,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
         load: loaded.load_time,
         file_bytes: loaded.file_bytes,
         model: &cfg.model,
-        device: &cfg.device.to_string(),
+        device: &runtime.to_string(),
         dtype: &format!("{:?}", cfg.dtype).to_lowercase(),
     };
     eprint!("{}", clocks::text(&ctx, &g));

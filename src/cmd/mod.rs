@@ -4,8 +4,10 @@ mod bench;
 mod generate;
 mod inspect;
 
-use crate::cli::{Cli, Command, ModelArgs};
-use crate::config::{default_cache_dir, default_hf_cache_dir, DeviceSpec, ModelConfig};
+use crate::cli::{Cli, Command, ModelArgs, RuntimeArgs};
+use crate::config::{
+    default_cache_dir, default_hf_cache_dir, DeviceSpec, ModelConfig, RuntimeConfig,
+};
 use crate::error::ConfigError;
 
 /// Runs one command line.
@@ -42,6 +44,11 @@ pub fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError> {
     cfg.dtype = args.dtype;
     cfg.device = DeviceSpec::parse(&args.device)?;
     Ok(cfg)
+}
+
+/// Validates `--threads` and `--kernels` into a [`RuntimeConfig`].
+pub fn runtime_config(args: &RuntimeArgs) -> Result<RuntimeConfig, ConfigError> {
+    RuntimeConfig::parse(args.threads, &args.kernels)
 }
 
 /// A CPU, file-storage config for `model`, caches from flags or their defaults.

@@ -36,7 +36,10 @@ pub use blocks::QType;
 pub use pool::{init_threads, threads};
 
 /// A SIMD level the kernels can run at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum Level {
     /// Plain Rust, the reference.
     Scalar,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::bench::config::RunConfig;
+use crate::config::RuntimeInfo;
 use crate::engine::scheduler::SchedulerConfig;
 use crate::measure::pagecache::Residency;
 use crate::measure::provenance::{Build, Machine};
@@ -52,7 +53,7 @@ pub struct RunRecord {
     pub build: Build,
     pub machine: Machine,
     /// Kernel ISA and threads the engine used.
-    pub runtime: String,
+    pub runtime: RuntimeInfo,
     /// The engine budgets as applied (the KV budget resolved to tokens for this model).
     pub scheduler: SchedulerConfig,
     pub model: ModelInfo,

@@ -202,8 +202,9 @@ fn quantized_activations_round_trip_within_half_a_step() {
         acts.quantize(q.act_type(), &x, t, k);
         let bl = acts.block_len();
         for (j, &v) in x.iter().enumerate() {
-            let d = acts.d[j / bl].abs();
+            let d = acts.d[j / bl];
             let back = acts.qs[j] as f32 * d;
+            let d = d.abs();
             // q was rounded with the unrounded scale; d is stored through f16 (2^-11 relative).
             assert!(
                 (back - v).abs() <= d * (0.5 + 127.0 / 2048.0),

@@ -183,6 +183,26 @@ impl QMatrix {
         &self.bytes
     }
 
+    /// The matrices stacked along the output axis (`[n1 + n2 + .., k]`); `None` unless all
+    /// share the block type and `k`.
+    pub fn concat(parts: &[&QMatrix]) -> Option<QMatrix> {
+        let first = parts.first()?;
+        if parts
+            .iter()
+            .any(|p| p.qtype != first.qtype || p.k != first.k)
+        {
+            return None;
+        }
+        let bytes = parts.iter().flat_map(|p| p.bytes.iter().copied()).collect();
+        let n = parts.iter().map(|p| p.n).sum();
+        Some(QMatrix {
+            qtype: first.qtype,
+            n,
+            k: first.k,
+            bytes,
+        })
+    }
+
     /// `out[T, n] = x[T, k] · Wᵀ`; `x.len()` must be `T * k` and `out.len()` `T * n`.
     pub fn matmul(&self, x: &[f32], t: usize, out: &mut [f32]) {
         matmul::matmul_at(level(), self, x, t, out)

@@ -3,6 +3,7 @@
 //! chat template, timing the load.
 
 pub mod arch;
+pub mod attention;
 pub mod chat;
 pub mod gguf;
 pub mod hub;

@@ -5,7 +5,7 @@
 //! combination follows ggml's per-block formula.
 //!
 //! Modules, one concern each: [`blocks`] (layouts), [`quantize`] (activations), [`scalar`]
-//! (the reference), `simd` + `avx2` + `avx512` (x86-64 kernels), [`matmul`] (tiles, threads),
+//! (the reference), `simd` + `kquants` + `avx2` + `avx512` (x86-64 kernels), [`matmul`] (tiles, threads),
 //! [`pool`] (the thread pool).
 //!
 //! Integration: called directly from `model::linear::Linear::forward` on the contiguous CPU
@@ -25,6 +25,8 @@ pub mod scalar;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod kquants;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 

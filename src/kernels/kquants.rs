@@ -7,6 +7,9 @@
 //!
 //! Used by both x86 levels (VNNI gains little over these i16 pair sums here).
 
+// Tiles and blocks index several parallel arrays with one row/column/value index.
+#![allow(clippy::needless_range_loop)]
+
 use std::arch::x86_64::*;
 
 use super::blocks::scale_min_k4;

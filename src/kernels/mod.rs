@@ -164,7 +164,7 @@ impl QMatrix {
     /// From `n` rows of `k` values stored as `qtype` blocks; `None` if `k` is not whole blocks
     /// or the byte count does not match.
     pub fn new(qtype: QType, n: usize, k: usize, bytes: Vec<u8>) -> Option<Self> {
-        let ok = k % qtype.block_len() == 0
+        let ok = k.is_multiple_of(qtype.block_len())
             && bytes.len() == n * (k / qtype.block_len()) * qtype.block_bytes();
         ok.then_some(Self { qtype, n, k, bytes })
     }

@@ -10,6 +10,9 @@
 //! fixed horizontal sum, plus any per-block offset terms summed in block order. R and C only
 //! decide how many pairs run side by side, so results do not depend on T or tiling.
 
+// Tiles and blocks index several parallel arrays with one row/column/value index.
+#![allow(clippy::needless_range_loop)]
+
 use std::arch::x86_64::*;
 use std::ops::Range;
 

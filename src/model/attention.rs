@@ -187,7 +187,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
         target_feature = "avx2",
         target_feature = "fma"
     ))]
-    if a.len() % 8 == 0 {
+    if a.len().is_multiple_of(8) {
         // SAFETY: the target features are enabled at compile time; lengths are equal
         // multiples of 8 (checked here and by the caller's slicing).
         return unsafe { simd::dot8(a, b) };

@@ -4,11 +4,12 @@
 //! own position; attention runs per sequence against that sequence's [`KvCache`]; logits are
 //! computed only for the rows asked for. Weights are immutable; all state is in the caches.
 
-use candle_core::{CpuStorage, DType, Device, Storage, Tensor, D};
+use candle_core::{DType, Device, Tensor, D};
 
 use super::arch::LlamaConfig;
 use super::attention::{self, Dims, KvSlices, SegmentRows, Split};
 use super::linear::Linear;
+use super::projections::{cpu_f32, with_f32, GateUp, Qkv};
 use super::weights::WeightSource;
 use crate::config::WeightDType;
 use crate::engine::kv::{KvCache, KvShape};
@@ -24,87 +25,6 @@ struct Layer {
     ffn_norm: Tensor,
     gate_up: GateUp,
     down: Linear,
-}
-
-/// The q, k and v projections: one stacked matmul (`[T, q + k + v]`) when our kernels allow.
-enum Qkv {
-    Fused(Linear),
-    Split(Linear, Linear, Linear),
-}
-
-impl Qkv {
-    fn new(q: Linear, k: Linear, v: Linear) -> candle_core::Result<Self> {
-        Ok(match Linear::fuse(&[&q, &k, &v])? {
-            Some(f) => Self::Fused(f),
-            None => Self::Split(q, k, v),
-        })
-    }
-
-    /// `[T, q + k + v]`.
-    fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
-        match self {
-            Self::Fused(f) => f.forward(h),
-            Self::Split(q, k, v) => Tensor::cat(&[q.forward(h)?, k.forward(h)?, v.forward(h)?], 1),
-        }
-    }
-
-    fn q_storage(&self) -> String {
-        match self {
-            Self::Fused(f) | Self::Split(f, _, _) => f.storage(),
-        }
-    }
-}
-
-/// The MLP's gate and up projections: one stacked matmul when our kernels allow, then
-/// `silu(gate) * up` in one pass over its output.
-enum GateUp {
-    Fused(Linear),
-    Split(Linear, Linear),
-}
-
-impl GateUp {
-    fn new(gate: Linear, up: Linear) -> candle_core::Result<Self> {
-        Ok(match Linear::fuse(&[&gate, &up])? {
-            Some(f) => Self::Fused(f),
-            None => Self::Split(gate, up),
-        })
-    }
-
-    /// `silu(h Gᵀ) * (h Uᵀ)`, `[T, ffn]`.
-    fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
-        match self {
-            Self::Split(g, u) => candle_nn::ops::silu(&g.forward(h)?)? * u.forward(h)?,
-            Self::Fused(f) => {
-                let gu = f.forward(h)?;
-                let (t, two_f) = gu.dims2()?;
-                let ff = two_f / 2;
-                let out = with_f32(&gu, |gu| {
-                    let mut out = Vec::with_capacity(t * ff);
-                    for row in gu.chunks_exact(two_f) {
-                        let (g, u) = row.split_at(ff);
-                        out.extend(g.iter().zip(u).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u));
-                    }
-                    out
-                })?;
-                Tensor::from_vec(out, (t, ff), gu.device())
-            }
-        }
-    }
-}
-
-/// Runs `f` on the contiguous f32 CPU data of `t`.
-fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Result<R> {
-    let t = t.contiguous()?;
-    let (storage, layout) = t.storage_and_layout();
-    let data = cpu_f32(&storage)?;
-    Ok(f(&data[layout.start_offset()..][..t.elem_count()]))
-}
-
-fn cpu_f32(s: &Storage) -> candle_core::Result<&[f32]> {
-    match s {
-        Storage::Cpu(CpuStorage::F32(v)) => Ok(v),
-        _ => candle_core::bail!("expected f32 CPU storage"),
-    }
 }
 
 /// A loaded llama-family model.

@@ -11,6 +11,7 @@ pub mod inspect;
 pub mod linear;
 pub mod llama;
 pub mod manifest;
+pub mod projections;
 pub mod synthetic;
 pub mod tokenizer;
 pub mod weights;

@@ -42,29 +42,51 @@ fn tokenizer_matches_llama_cpp_ids_and_round_trips() {
     assert_eq!(tok.encode("123").unwrap().len(), 3);
 }
 
+/// Top-2 gap (logits) below which a greedy step counts as a near tie.
+const NEAR_TIE: f32 = 0.5;
+
 #[test]
 fn greedy_32_equals_llama_cpp_and_stock_candle() {
+    // Stock candle equals llama.cpp on all 32 ids. Ours equals them up to the first step where
+    // the reference is a near tie: there each layer's 8-bit re-quantization of activations
+    // (see below) can flip the pick. Measured: ours takes stock's runner-up at step 14, where
+    // stock's top-2 gap is under 0.5 logits (ours: 0.044), after 14 equal steps.
     let m = model();
     let prompt = m.tokenizer.encode("The capital of France is").unwrap();
     let ours = solo(&m.model, &prompt, 32);
-    assert_eq!(ours.tokens, PARIS, "ours vs llama.cpp");
 
     let path = default_model_path();
     let mut f = std::fs::File::open(&path).unwrap();
     let ct = gguf_file::Content::read(&mut f).unwrap();
     let mut stock = quantized_llama::ModelWeights::from_gguf(ct, &mut f, &Device::Cpu).unwrap();
     let st = stock_trace(&prompt, 32, |x, pos| stock.forward(x, pos));
+    assert_eq!(st.tokens, PARIS, "stock quantized_llama vs llama.cpp");
+    let same = (0..32)
+        .position(|i| ours.tokens[i] != PARIS[i])
+        .unwrap_or(32);
+    if same < 32 {
+        let (second, gap) = runner_up(&st.logits[same]);
+        assert!(
+            same >= 5 && gap < NEAR_TIE && ours.tokens[same] == second,
+            "ours vs llama.cpp differ at step {same} (reference top-2 gap {gap}): {:?}",
+            ours.tokens
+        );
+    }
     // Our kernels quantize activations as ggml's reference does (Q8_1 `s = f16(d * sum)`);
     // stock candle rounds `s` differently (`f16(sum) * f16(d)`) and sums in another order.
     // Each layer re-quantizes its input to 8 bits, which turns such last-bit differences into
     // whole quantization steps: measured up to 1.37 logits against stock over the first steps,
     // while ours and stock are each within 0.7-1.0 of the dense f32 model.
-    for (step, (a, b)) in st.logits.iter().zip(&ours.logits).enumerate() {
+    for (step, (a, b)) in st
+        .logits
+        .iter()
+        .zip(&ours.logits)
+        .take(same + 1)
+        .enumerate()
+    {
         let d = max_diff(a, b);
         assert!(d < 2.0, "step {step}: logits differ from stock by {d}");
     }
-    let tokens = st.tokens;
-    assert_eq!(tokens, ours.tokens, "ours vs stock quantized_llama");
     assert_eq!(m.tokenizer.decode(&ours.tokens[..2]).unwrap(), " Paris.");
 }
 
@@ -102,11 +124,8 @@ fn runner_up(row: &[f32]) -> (u32, f32) {
 }
 
 /// Runs the three prompts staggered in shared steps and each alone; asserts equal greedy tokens
-/// and logits within `tol`; returns the largest logit difference seen. With `tie > 0`, tokens
-/// may part at a near tie: at the first differing step the alone run's top-2 logits must be
-/// closer than `tie` and the batched run must have picked the runner-up, after at least 5
-/// equal steps; comparison stops there.
-fn check_batched(m: &Loaded, chunks: [usize; 3], tol: f32, tie: f32) -> f32 {
+/// and logits within `tol`; returns the largest logit difference seen.
+fn check_batched(m: &Loaded, chunks: [usize; 3], tol: f32) -> f32 {
     let prompts = three_prompts(m);
     let plans: Vec<Plan> = prompts
         .iter()
@@ -123,25 +142,8 @@ fn check_batched(m: &Loaded, chunks: [usize; 3], tol: f32, tie: f32) -> f32 {
     let mut worst = 0.0f32;
     for (p, t) in prompts.iter().zip(&together) {
         let alone = solo(&m.model, p, n);
-        let steps = (0..n)
-            .position(|i| t.tokens[i] != alone.tokens[i])
-            .unwrap_or(n);
-        if steps < n {
-            let (second, gap) = runner_up(&alone.logits[steps]);
-            assert!(
-                steps >= 5 && gap < tie && t.tokens[steps] == second,
-                "batched tokens differ from alone at step {steps} (top-2 gap {gap}): {:?} vs {:?}",
-                t.tokens,
-                alone.tokens
-            );
-        }
-        for (i, (a, b)) in t
-            .logits
-            .iter()
-            .zip(&alone.logits)
-            .take(steps + 1)
-            .enumerate()
-        {
+        assert_eq!(t.tokens, alone.tokens, "batched tokens differ from alone");
+        for (i, (a, b)) in t.logits.iter().zip(&alone.logits).enumerate() {
             let d = max_diff(a, b);
             worst = worst.max(d);
             assert!(
@@ -158,20 +160,18 @@ fn three_sequences_batched_equal_each_alone() {
     // Staggered starts put one sequence's prefill in the same step as others' decode tokens.
     // Every row of a quantized matmul is computed on its own, and each sequence's attention has
     // the same shape as when it runs alone, so the logits are identical.
-    check_batched(model(), [usize::MAX; 3], 0.0, 0.0);
+    check_batched(model(), [usize::MAX; 3], 0.0);
 }
 
 #[test]
 fn chunked_prefill_gives_the_same_tokens() {
-    // Chunking a prompt changes the attention matmul shapes, so float sums round differently
-    // (1e-4 on dense f32 weights). With Q4_1 weights each activation row is re-quantized to
-    // 8 bits before every matmul, which magnifies such rounding to about one logit over 30
-    // layers (measured: up to 1.0 on this model). Greedy tokens must agree except at a near
-    // tie (top-2 gap < 0.5 logits): the code prompt has one at step 12 (gap 0.098), where the
-    // chunked run takes the runner-up and the continuations part.
+    // With dense f32 weights candle's gemm rounds differently per matmul shape, so chunking a
+    // prompt moves logits by ~1e-4. With quantized weights on the CPU every op of the step is
+    // per row (our kernels, RMSNorm, RoPE, SiLU·mul) or per query over exactly its own keys
+    // in a fixed order (our attention), so chunked prefill is bit-identical to whole.
     let dense = load(&default_model_path(), WeightDType::F32);
-    check_batched(&dense, [usize::MAX, 16, 7], 1e-3, 0.0);
-    check_batched(model(), [usize::MAX, 16, 7], 2.0, 0.5);
+    check_batched(&dense, [usize::MAX, 16, 7], 1e-3);
+    check_batched(model(), [usize::MAX, 16, 7], 0.0);
 }
 
 #[test]

@@ -110,6 +110,11 @@ impl KvCache {
         ))
     }
 
+    /// The whole K and V buffers of `layer`, `[kv_heads, capacity, head_dim]`.
+    pub(crate) fn layer(&self, layer: usize) -> (&Tensor, &Tensor) {
+        (&self.k[layer], &self.v[layer])
+    }
+
     /// Commits `n` tokens written to every layer.
     pub(crate) fn advance(&mut self, n: usize) {
         debug_assert!(

@@ -7,6 +7,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::blocks::QType;
+use super::kquants;
 use super::matmul::OutPtr;
 use super::quantize::Acts;
 use super::simd::{self, Ctx, IDot, Tile};
@@ -26,7 +27,7 @@ unsafe fn run<K: Tile>(ctx: &Ctx, cols: Range<usize>) {
     simd::run::<K, Maddubs, 2, 1>(ctx, cols)
 }
 
-/// Columns `cols` of `out = acts · Wᵀ`; types without an AVX2 kernel use the scalar one.
+/// Columns `cols` of `out = acts · Wᵀ`.
 pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
     assert!(
         super::has_avx2(),
@@ -50,7 +51,8 @@ pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out:
             QType::Q8_0 => run::<simd::Q8_0>(&ctx, cols),
             QType::Q4_0 => run::<simd::Offset<simd::Q4_0>>(&ctx, cols),
             QType::Q5_0 => run::<simd::Offset<simd::Q5_0>>(&ctx, cols),
-            _ => super::scalar::matmul_cols(qtype, w, acts, cols, out),
+            QType::Q4K => run::<kquants::Q4K>(&ctx, cols),
+            QType::Q6K => run::<kquants::Q6K>(&ctx, cols),
         }
     }
 }

@@ -24,7 +24,7 @@ unsafe fn run<K: Tile>(ctx: &Ctx, cols: Range<usize>) {
     simd::run::<K, Dpbusd, 4, 1>(ctx, cols)
 }
 
-/// Columns `cols` of `out = acts · Wᵀ`; types without a VNNI kernel use the AVX2 one.
+/// Columns `cols` of `out = acts · Wᵀ`; the K-quants use the AVX2 kernels.
 pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
     assert!(
         super::has_avx512_vnni(),
@@ -47,7 +47,7 @@ pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out:
             QType::Q8_0 => run::<simd::Q8_0>(&ctx, cols),
             QType::Q4_0 => run::<simd::Offset<simd::Q4_0>>(&ctx, cols),
             QType::Q5_0 => run::<simd::Offset<simd::Q5_0>>(&ctx, cols),
-            _ => super::avx2::matmul_cols(qtype, w, acts, cols, out),
+            QType::Q4K | QType::Q6K => super::avx2::matmul_cols(qtype, w, acts, cols, out),
         }
     }
 }

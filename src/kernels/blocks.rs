@@ -5,6 +5,9 @@
 //! Scales are IEEE half (`half::f16`); every struct has alignment 1 or 2 and no padding, so a
 //! row of blocks is exactly the bytes GGUF stores.
 
+// Tiles and blocks index several parallel arrays with one row/column/value index.
+#![allow(clippy::needless_range_loop)]
+
 use half::f16;
 
 /// Values per block of the 32-wide types.

@@ -1,5 +1,5 @@
-//! The matmul driver: quantizes the T activation rows once (into a per-thread reusable
-//! buffer), then splits the output columns into equal chunks run in parallel on the rayon pool;
+//! The matmul driver: quantizes the T activation rows once (into a per-thread buffer reused
+//! across calls), then splits the output columns into equal chunks run in parallel on the rayon pool;
 //! inside a chunk the level's kernel walks column tiles, and for each it loads every weight
 //! block once and dots it against all T rows (register tiles of up to 4 rows).
 //!
@@ -64,16 +64,17 @@ pub fn matmul_at(lvl: Level, w: &QMatrix, x: &[f32], t: usize, out: &mut [f32]) 
     if t == 0 || n == 0 {
         return;
     }
-    ACTS.with(|cell| {
-        let mut acts = cell.borrow_mut();
-        acts.quantize(qtype.act_type(), x, t, k);
-        let dst = OutPtr {
-            ptr: out.as_mut_ptr(),
-            n,
-            rows: t,
-        };
-        run_parallel(lvl, qtype, w.bytes(), n, &acts, dst);
-    });
+    // Taken out of the thread-local, not borrowed: while this thread waits in the parallel
+    // region rayon may run another job on it, which can be another matmul.
+    let mut acts = ACTS.with(|cell| cell.take());
+    acts.quantize(qtype.act_type(), x, t, k);
+    let dst = OutPtr {
+        ptr: out.as_mut_ptr(),
+        n,
+        rows: t,
+    };
+    run_parallel(lvl, qtype, w.bytes(), n, &acts, dst);
+    ACTS.with(|cell| cell.replace(acts));
 }
 
 fn run_parallel(lvl: Level, qtype: QType, w: &[u8], n: usize, acts: &Acts, out: OutPtr) {

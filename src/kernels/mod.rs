@@ -5,7 +5,7 @@
 //! combination follows ggml's per-block formula.
 //!
 //! Modules, one concern each: [`blocks`] (layouts), [`quantize`] (activations), [`scalar`]
-//! (the reference), `simd` + `avx2` + `avx512` (x86-64 kernels), [`matmul`] (tiles, threads),
+//! (the reference), `simd` + `kquants` + `avx2` + `avx512` (x86-64 kernels), [`matmul`] (tiles, threads),
 //! [`pool`] (the thread pool).
 //!
 //! Integration: called directly from `model::linear::Linear::forward` on the contiguous CPU
@@ -25,6 +25,8 @@ pub mod scalar;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod kquants;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 
@@ -165,7 +167,7 @@ impl QMatrix {
     /// From `n` rows of `k` values stored as `qtype` blocks; `None` if `k` is not whole blocks
     /// or the byte count does not match.
     pub fn new(qtype: QType, n: usize, k: usize, bytes: Vec<u8>) -> Option<Self> {
-        let ok = k % qtype.block_len() == 0
+        let ok = k.is_multiple_of(qtype.block_len())
             && bytes.len() == n * (k / qtype.block_len()) * qtype.block_bytes();
         ok.then_some(Self { qtype, n, k, bytes })
     }
@@ -184,6 +186,26 @@ impl QMatrix {
     /// The block bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// The matrices stacked along the output axis (`[n1 + n2 + .., k]`); `None` unless all
+    /// share the block type and `k`.
+    pub fn concat(parts: &[&QMatrix]) -> Option<QMatrix> {
+        let first = parts.first()?;
+        if parts
+            .iter()
+            .any(|p| p.qtype != first.qtype || p.k != first.k)
+        {
+            return None;
+        }
+        let bytes = parts.iter().flat_map(|p| p.bytes.iter().copied()).collect();
+        let n = parts.iter().map(|p| p.n).sum();
+        Some(QMatrix {
+            qtype: first.qtype,
+            n,
+            k: first.k,
+            bytes,
+        })
     }
 
     /// `out[T, n] = x[T, k] · Wᵀ`; `x.len()` must be `T * k` and `out.len()` `T * n`.

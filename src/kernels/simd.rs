@@ -10,6 +10,9 @@
 //! fixed horizontal sum, plus any per-block offset terms summed in block order. R and C only
 //! decide how many pairs run side by side, so results do not depend on T or tiling.
 
+// Tiles and blocks index several parallel arrays with one row/column/value index.
+#![allow(clippy::needless_range_loop)]
+
 use std::arch::x86_64::*;
 use std::ops::Range;
 
@@ -37,11 +40,11 @@ pub trait Tile {
     unsafe fn tile<D: IDot, const R: usize, const C: usize>(ctx: &Ctx, r0: usize, c0: usize);
 }
 
-/// Runs columns `cols` for all rows: C-wide column tiles (C1-wide when T = 1), 4-row tiles and
-/// the remainders. At T = 1 the kernels are bound by memory bandwidth and the hardware
-/// prefetchers stream one column (a contiguous GGUF row) at a time far better than several
-/// interleaved ones (measured on Zen 5: 18.7 GB/s at C1 = 1 against 5.6 GB/s at C1 = 4 for the
-/// 49152 × 576 Q8_0 head on one thread), so C1 = 1 there.
+/// Runs columns `cols` for all rows: C-wide column tiles × 4-row tiles and the remainders, or
+/// for T ≤ 4 (decode steps) C1-wide column tiles × all T rows. Small T is bound by memory
+/// bandwidth, and the hardware prefetchers stream one column (a contiguous GGUF row) at a time
+/// far better than several interleaved ones (measured on Zen 5: 18.7 GB/s at C1 = 1 against
+/// 5.6 GB/s at 4 columns for the 49152 × 576 Q8_0 head on one thread), so C1 = 1 there.
 #[inline(always)]
 pub unsafe fn run<K: Tile, D: IDot, const C: usize, const C1: usize>(
     ctx: &Ctx,
@@ -49,9 +52,9 @@ pub unsafe fn run<K: Tile, D: IDot, const C: usize, const C1: usize>(
 ) {
     let rows = ctx.acts.rows;
     let mut c0 = cols.start;
-    if rows == 1 {
+    if rows <= 4 {
         while c0 + C1 <= cols.end {
-            K::tile::<D, 1, C1>(ctx, 0, c0);
+            row_tiles::<K, D, C1>(ctx, rows, c0);
             c0 += C1;
         }
     }

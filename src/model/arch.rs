@@ -124,7 +124,7 @@ impl LlamaConfig {
                 detail,
             })
         };
-        if self.heads == 0 || self.kv_heads == 0 || self.heads % self.kv_heads != 0 {
+        if self.heads == 0 || self.kv_heads == 0 || !self.heads.is_multiple_of(self.kv_heads) {
             return bad(format!(
                 "{} attention heads cannot be grouped over {} kv heads",
                 self.heads, self.kv_heads
@@ -136,7 +136,7 @@ impl LlamaConfig {
                 self.head_dim, self.heads, self.hidden
             ));
         }
-        if self.head_dim % 2 != 0 || self.vocab == 0 || self.layers == 0 {
+        if !self.head_dim.is_multiple_of(2) || self.vocab == 0 || self.layers == 0 {
             return bad(format!(
                 "implausible shape: head_dim {}, vocab {}, layers {}",
                 self.head_dim, self.vocab, self.layers

@@ -81,6 +81,49 @@ impl Linear {
         }
     }
 
+    /// The layers stacked along the output axis (one matmul computing all their outputs side
+    /// by side), when all use our kernels with one block type and input width; `None`
+    /// otherwise. Biases are stacked too (a missing one as zeros).
+    pub fn fuse(parts: &[&Linear]) -> candle_core::Result<Option<Linear>> {
+        let mats: Option<Vec<&QMatrix>> = parts
+            .iter()
+            .map(|p| match &p.weight {
+                Weight::Kernel(m) => Some(m.as_ref()),
+                _ => None,
+            })
+            .collect();
+        let Some(m) = mats.and_then(|m| QMatrix::concat(&m)) else {
+            return Ok(None);
+        };
+        let bias = if parts.iter().any(|p| p.bias.is_some()) {
+            let b: Vec<Tensor> = parts
+                .iter()
+                .map(|p| match &p.bias {
+                    Some(b) => Ok(b.clone()),
+                    None => Tensor::zeros(p.out_features(), DType::F32, &Device::Cpu),
+                })
+                .collect::<candle_core::Result<_>>()?;
+            Some(Tensor::cat(&b, 0)?)
+        } else {
+            None
+        };
+        Ok(Some(Linear {
+            weight: Weight::Kernel(Arc::new(m)),
+            bias,
+        }))
+    }
+
+    /// Output features.
+    pub fn out_features(&self) -> usize {
+        match &self.weight {
+            Weight::Kernel(m) => m.n(),
+            Weight::Quant(QMatMul::QTensor(q)) => q.shape().dims()[0],
+            Weight::Quant(QMatMul::Tensor(t))
+            | Weight::Quant(QMatMul::TensorF16(t))
+            | Weight::Dense(t) => t.dims()[0],
+        }
+    }
+
     /// Short description of the storage, e.g. `q4_1` or `dense f32`.
     pub fn storage(&self) -> String {
         match &self.weight {

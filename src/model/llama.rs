@@ -7,7 +7,9 @@
 use candle_core::{DType, Device, Tensor, D};
 
 use super::arch::LlamaConfig;
+use super::attention::{self, Dims, KvSlices, SegmentRows, Split};
 use super::linear::Linear;
+use super::projections::{cpu_f32, with_f32, GateUp, Qkv};
 use super::weights::WeightSource;
 use crate::config::WeightDType;
 use crate::engine::kv::{KvCache, KvShape};
@@ -18,13 +20,10 @@ const MAX_ROPE_POSITIONS: usize = 32_768;
 
 struct Layer {
     attn_norm: Tensor,
-    q: Linear,
-    k: Linear,
-    v: Linear,
+    qkv: Qkv,
     o: Linear,
     ffn_norm: Tensor,
-    gate: Linear,
-    up: Linear,
+    gate_up: GateUp,
     down: Linear,
 }
 
@@ -87,15 +86,15 @@ impl Llama {
                 };
                 lin.with_bias(bias).map_err(ModelError::candle(bias_name))
             };
+            let fused = |e| ModelError::candle(format!("stacking layer {i}'s projections"))(e);
+            let (q, k, v) = (proj("q", src)?, proj("k", src)?, proj("v", src)?);
+            let (gate, up) = (src.linear(&w("gate"), dtype)?, src.linear(&w("up"), dtype)?);
             layers.push(Layer {
                 attn_norm: src.dense(&w("attn_norm"))?,
-                q: proj("q", src)?,
-                k: proj("k", src)?,
-                v: proj("v", src)?,
+                qkv: Qkv::new(q, k, v).map_err(fused)?,
                 o: src.linear(&w("o"), dtype)?,
                 ffn_norm: src.dense(&w("ffn_norm"))?,
-                gate: src.linear(&w("gate"), dtype)?,
-                up: src.linear(&w("up"), dtype)?,
+                gate_up: GateUp::new(gate, up).map_err(fused)?,
                 down: src.linear(&w("down"), dtype)?,
             });
         }
@@ -138,7 +137,7 @@ impl Llama {
         let first = self
             .layers
             .first()
-            .map(|l| l.q.storage())
+            .map(|l| l.qkv.q_storage())
             .unwrap_or_default();
         (first, self.head.storage())
     }
@@ -166,19 +165,24 @@ impl Llama {
         }
         let dev = &self.device;
         let ids = Tensor::new(plan.tokens.as_slice(), dev)?;
-        let pos = Tensor::new(plan.positions.as_slice(), dev)?;
-        let t = plan.tokens.len();
-        let cos = self.cos.index_select(&pos, 0)?.reshape((t, 1, ()))?;
-        let sin = self.sin.index_select(&pos, 0)?.reshape((t, 1, ()))?;
-        let masks = plan.masks(dev)?;
         let mut x = self.embed.index_select(&ids, 0)?.to_dtype(DType::F32)?;
+        let generic = if dev.is_cpu() {
+            None
+        } else {
+            Some(self.generic_inputs(&plan)?)
+        };
         for (l, layer) in self.layers.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.cfg.rms_eps as f32)?;
-            let attn = self.attention(l, layer, &h, (&cos, &sin), &plan, &masks, caches)?;
+            let qkv = layer.qkv.forward(&h)?;
+            let attn = match &generic {
+                None => self.attention_cpu(l, &qkv, &plan, caches)?,
+                Some((rope, masks)) => {
+                    self.attention(l, &qkv, (&rope.0, &rope.1), &plan, masks, caches)?
+                }
+            };
             x = (x + layer.o.forward(&attn)?)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.cfg.rms_eps as f32)?;
-            let mlp = (candle_nn::ops::silu(&layer.gate.forward(&h)?)? * layer.up.forward(&h)?)?;
-            x = (x + layer.down.forward(&mlp)?)?;
+            x = (x + layer.down.forward(&layer.gate_up.forward(&h)?)?)?;
         }
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());
@@ -189,12 +193,94 @@ impl Llama {
         Ok(self.head.forward(&x)?)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The RoPE angles of the step's tokens and the causal masks, for the candle-op attention.
+    #[allow(clippy::type_complexity)]
+    fn generic_inputs(
+        &self,
+        plan: &StepPlan,
+    ) -> candle_core::Result<((Tensor, Tensor), Vec<Option<Tensor>>)> {
+        let pos = Tensor::new(plan.positions.as_slice(), &self.device)?;
+        let t = plan.tokens.len();
+        let cos = self.cos.index_select(&pos, 0)?.reshape((t, 1, ()))?;
+        let sin = self.sin.index_select(&pos, 0)?.reshape((t, 1, ()))?;
+        Ok(((cos, sin), plan.masks(&self.device)?))
+    }
+
+    /// Attention on the CPU straight on slices ([`attention`]): RoPE, cache write, causal
+    /// attention of each token over exactly its own keys.
+    fn attention_cpu(
+        &self,
+        l: usize,
+        qkv: &Tensor,
+        plan: &StepPlan,
+        caches: &[&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
+        let c = &self.cfg;
+        let dims = Dims {
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            head_dim: c.head_dim,
+            interleaved: c.rope_interleaved,
+        };
+        let (cos, _) = self.cos.storage_and_layout();
+        let (sin, _) = self.sin.storage_and_layout();
+        let q = with_f32(qkv, |qkv| -> Result<Vec<f32>, EngineError> {
+            let split = Split {
+                dims,
+                qkv,
+                positions: &plan.positions,
+                cos: cpu_f32(&cos)?,
+                sin: cpu_f32(&sin)?,
+            };
+            for (seg, cache) in plan.segments.iter().zip(caches.iter()) {
+                let (k, v) = split.new_kv(seg.start..seg.start + seg.len);
+                let shape = (c.kv_heads, seg.len, c.head_dim);
+                let k = Tensor::from_vec(k, shape, &self.device)?;
+                let v = Tensor::from_vec(v, shape, &self.device)?;
+                cache.write(l, &k, &v)?;
+            }
+            Ok(split.queries())
+        })??;
+        let guards: Vec<_> = caches
+            .iter()
+            .map(|cache| {
+                let (k, v) = cache.layer(l);
+                (
+                    k.storage_and_layout().0,
+                    v.storage_and_layout().0,
+                    cache.capacity(),
+                )
+            })
+            .collect();
+        let mut segs = Vec::with_capacity(guards.len());
+        for (seg, (k, v, capacity)) in plan.segments.iter().zip(&guards) {
+            let rows = SegmentRows {
+                start: seg.start,
+                len: seg.len,
+                pos: seg.pos,
+            };
+            let kv = KvSlices {
+                k: cpu_f32(k)?,
+                v: cpu_f32(v)?,
+                capacity: *capacity,
+            };
+            segs.push((rows, kv));
+        }
+        let t = plan.tokens.len();
+        let mut out = vec![0f32; t * c.heads * c.head_dim];
+        attention::attend(dims, &q, &segs, &mut out);
+        Ok(Tensor::from_vec(
+            out,
+            (t, c.heads * c.head_dim),
+            &self.device,
+        )?)
+    }
+
+    /// Attention through candle ops (any device).
     fn attention(
         &self,
         l: usize,
-        layer: &Layer,
-        h: &Tensor,
+        qkv: &Tensor,
         (cos, sin): (&Tensor, &Tensor),
         plan: &StepPlan,
         masks: &[Option<Tensor>],
@@ -202,20 +288,15 @@ impl Llama {
     ) -> Result<Tensor, EngineError> {
         let c = &self.cfg;
         let t = plan.tokens.len();
-        let q = self.rope(
-            &layer.q.forward(h)?.reshape((t, c.heads, 1, c.head_dim))?,
-            cos,
-            sin,
-        )?;
-        let k = self.rope(
-            &layer
-                .k
-                .forward(h)?
-                .reshape((t, c.kv_heads, 1, c.head_dim))?,
-            cos,
-            sin,
-        )?;
-        let v = layer.v.forward(h)?.reshape((t, c.kv_heads, c.head_dim))?;
+        let (qw, kw) = (c.heads * c.head_dim, c.kv_heads * c.head_dim);
+        let q = qkv.narrow(1, 0, qw)?.contiguous()?;
+        let q = self.rope(&q.reshape((t, c.heads, 1, c.head_dim))?, cos, sin)?;
+        let k = qkv.narrow(1, qw, kw)?.contiguous()?;
+        let k = self.rope(&k.reshape((t, c.kv_heads, 1, c.head_dim))?, cos, sin)?;
+        let v = qkv
+            .narrow(1, qw + kw, kw)?
+            .contiguous()?
+            .reshape((t, c.kv_heads, c.head_dim))?;
         let group = c.heads / c.kv_heads;
         let scale = (c.head_dim as f64).sqrt();
         let mut outs = Vec::with_capacity(plan.segments.len());

@@ -3,6 +3,7 @@
 //! chat template, timing the load.
 
 pub mod arch;
+pub mod attention;
 pub mod chat;
 pub mod gguf;
 pub mod hub;
@@ -10,6 +11,7 @@ pub mod inspect;
 pub mod linear;
 pub mod llama;
 pub mod manifest;
+pub mod projections;
 pub mod synthetic;
 pub mod tokenizer;
 pub mod weights;

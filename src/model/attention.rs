@@ -1,0 +1,265 @@
+//! The CPU attention block of one step, straight on f32 slices (no candle ops): RoPE applied
+//! while copying each token's q/k out of the fused QKV projection, the new k/v handed to the
+//! KV cache, then causal attention per query token over exactly its own keys `0..=pos` (scores,
+//! softmax, weighted sum of V), parallel over query tokens when the step is large.
+//!
+//! Every query row's arithmetic depends only on its own position and the cache contents, in a
+//! fixed order, so a token's output is bit-identical whether its prompt arrives whole or in
+//! chunks, and whichever other sequences share the step. Only the CPU uses this path; other
+//! devices use the candle-op attention in `llama.rs`.
+
+use rayon::prelude::*;
+
+/// Below this many query-key pairs × heads a step's attention runs on one thread.
+const PARALLEL_MIN_PAIRS: usize = 1 << 14;
+
+/// Model dimensions the block needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Dims {
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    /// Pairs `(x[2i], x[2i+1])` (GGUF llama) rather than halves.
+    pub interleaved: bool,
+}
+
+impl Dims {
+    fn q_width(&self) -> usize {
+        self.heads * self.head_dim
+    }
+    fn kv_width(&self) -> usize {
+        self.kv_heads * self.head_dim
+    }
+}
+
+/// Rotates one head vector in place by the angles of one position (candle's `rope`/`rope_i`
+/// formulas, value for value).
+pub fn rope_head(x: &mut [f32], cos: &[f32], sin: &[f32], interleaved: bool) {
+    let half = x.len() / 2;
+    for i in 0..half {
+        let (a, b) = if interleaved {
+            (2 * i, 2 * i + 1)
+        } else {
+            (i, i + half)
+        };
+        let (x1, x2) = (x[a], x[b]);
+        x[a] = x1 * cos[i] - x2 * sin[i];
+        x[b] = x1 * sin[i] + x2 * cos[i];
+    }
+}
+
+/// Splits rows of `qkv` (`[T, q + 2 kv]`) into RoPE'd queries `[T, q]` and, for the tokens
+/// `rows`, new keys and values laid out `[kv_heads, n, head_dim]` as the cache stores them.
+/// `positions[t]` is token t's position; `cos`/`sin` are `[positions, head_dim / 2]` tables.
+pub struct Split<'a> {
+    pub dims: Dims,
+    pub qkv: &'a [f32],
+    pub positions: &'a [u32],
+    pub cos: &'a [f32],
+    pub sin: &'a [f32],
+}
+
+impl Split<'_> {
+    fn angles(&self, t: usize) -> (&[f32], &[f32]) {
+        let h = self.dims.head_dim / 2;
+        let p = self.positions[t] as usize;
+        (&self.cos[p * h..(p + 1) * h], &self.sin[p * h..(p + 1) * h])
+    }
+
+    fn row(&self, t: usize) -> &[f32] {
+        let w = self.dims.q_width() + 2 * self.dims.kv_width();
+        &self.qkv[t * w..(t + 1) * w]
+    }
+
+    /// RoPE'd queries of all tokens, `[T, heads * head_dim]`.
+    pub fn queries(&self) -> Vec<f32> {
+        let (qw, hd) = (self.dims.q_width(), self.dims.head_dim);
+        let t_all = self.positions.len();
+        let mut q = Vec::with_capacity(t_all * qw);
+        for t in 0..t_all {
+            q.extend_from_slice(&self.row(t)[..qw]);
+            let (cos, sin) = self.angles(t);
+            for head in q[t * qw..].chunks_exact_mut(hd) {
+                rope_head(head, cos, sin, self.dims.interleaved);
+            }
+        }
+        q
+    }
+
+    /// RoPE'd keys and values of tokens `rows`, each `[kv_heads, n, head_dim]`.
+    pub fn new_kv(&self, rows: std::ops::Range<usize>) -> (Vec<f32>, Vec<f32>) {
+        let (d, n) = (self.dims, rows.len());
+        let (qw, kw, hd) = (d.q_width(), d.kv_width(), d.head_dim);
+        let mut k = vec![0f32; n * kw];
+        let mut v = vec![0f32; n * kw];
+        for (i, t) in rows.enumerate() {
+            let row = self.row(t);
+            let (cos, sin) = self.angles(t);
+            for g in 0..d.kv_heads {
+                let dst = (g * n + i) * hd;
+                k[dst..dst + hd].copy_from_slice(&row[qw + g * hd..qw + (g + 1) * hd]);
+                rope_head(&mut k[dst..dst + hd], cos, sin, d.interleaved);
+                v[dst..dst + hd].copy_from_slice(&row[qw + kw + g * hd..qw + kw + (g + 1) * hd]);
+            }
+        }
+        (k, v)
+    }
+}
+
+/// One sequence's keys and values for a layer: `[kv_heads, capacity, head_dim]` slices.
+#[derive(Clone, Copy)]
+pub struct KvSlices<'a> {
+    pub k: &'a [f32],
+    pub v: &'a [f32],
+    pub capacity: usize,
+}
+
+/// One sequence's query rows of the step.
+#[derive(Clone, Copy)]
+pub struct SegmentRows {
+    /// First row in the step.
+    pub start: usize,
+    pub len: usize,
+    /// Tokens in the cache before this step (the first row's position).
+    pub pos: usize,
+}
+
+/// Causal attention of every query row: `out[T, heads * head_dim]`.
+pub fn attend(dims: Dims, q: &[f32], segments: &[(SegmentRows, KvSlices)], out: &mut [f32]) {
+    let qw = dims.q_width();
+    let pairs: usize = segments
+        .iter()
+        .map(|(s, _)| s.len * (s.pos + s.len))
+        .sum::<usize>()
+        * dims.heads;
+    let rows: Vec<(usize, usize, KvSlices)> = segments
+        .iter()
+        .flat_map(|(s, kv)| (0..s.len).map(move |i| (s.start + i, s.pos + i, *kv)))
+        .collect();
+    let one = |(t, pos, kv): &(usize, usize, KvSlices), out: &mut [f32]| {
+        attend_row(dims, &q[t * qw..(t + 1) * qw], *pos, kv, out)
+    };
+    if pairs < PARALLEL_MIN_PAIRS {
+        for (r, o) in rows.iter().zip(out.chunks_exact_mut(qw)) {
+            one(r, o);
+        }
+    } else {
+        rows.par_iter()
+            .zip(out.par_chunks_exact_mut(qw))
+            .for_each(|(r, o)| one(r, o));
+    }
+}
+
+/// All heads of one query row at position `pos` against keys `0..=pos`.
+fn attend_row(dims: Dims, q: &[f32], pos: usize, kv: &KvSlices, out: &mut [f32]) {
+    let hd = dims.head_dim;
+    let group = dims.heads / dims.kv_heads;
+    let scale = (hd as f32).sqrt();
+    let mut scores = vec![0f32; pos + 1];
+    for h in 0..dims.heads {
+        let g = h / group;
+        let base = g * kv.capacity * hd;
+        let qh = &q[h * hd..(h + 1) * hd];
+        let mut max = f32::NEG_INFINITY;
+        for (j, s) in scores.iter_mut().enumerate() {
+            *s = dot(qh, &kv.k[base + j * hd..base + (j + 1) * hd]) / scale;
+            max = max.max(*s);
+        }
+        let mut sum = 0f32;
+        for s in scores.iter_mut() {
+            *s = (*s - max).exp();
+            sum += *s;
+        }
+        let o = &mut out[h * hd..(h + 1) * hd];
+        o.fill(0.0);
+        for (j, &p) in scores.iter().enumerate() {
+            let vj = &kv.v[base + j * hd..base + (j + 1) * hd];
+            axpy(o, p / sum, vj);
+        }
+    }
+}
+
+/// Dot product in 8 fixed lanes, then a fixed pairwise sum (same order on every path).
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "avx2",
+        target_feature = "fma"
+    ))]
+    if a.len().is_multiple_of(8) {
+        // SAFETY: the target features are enabled at compile time; lengths are equal
+        // multiples of 8 (checked here and by the caller's slicing).
+        return unsafe { simd::dot8(a, b) };
+    }
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    let s4 = [
+        acc[0] + acc[4],
+        acc[1] + acc[5],
+        acc[2] + acc[6],
+        acc[3] + acc[7],
+    ];
+    (s4[0] + s4[2]) + (s4[1] + s4[3]) + tail
+}
+
+/// `o += w * v`.
+#[inline]
+fn axpy(o: &mut [f32], w: f32, v: &[f32]) {
+    for (x, &v) in o.iter_mut().zip(v) {
+        *x += w * v;
+    }
+}
+
+#[cfg(all(
+    target_arch = "x86_64",
+    target_feature = "avx2",
+    target_feature = "fma"
+))]
+mod simd {
+    use std::arch::x86_64::*;
+
+    /// [`super::dot`] for lengths that are multiples of 8.
+    #[inline]
+    pub unsafe fn dot8(a: &[f32], b: &[f32]) -> f32 {
+        assert_eq!(a.len(), b.len(), "dot of unequal lengths; this is a bug");
+        let mut acc = _mm256_setzero_ps();
+        for i in (0..a.len()).step_by(8) {
+            let x = _mm256_loadu_ps(a.as_ptr().add(i));
+            acc = _mm256_fmadd_ps(x, _mm256_loadu_ps(b.as_ptr().add(i)), acc);
+        }
+        let s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+        let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+        _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_a_plain_sum() {
+        let a: Vec<f32> = (0..67).map(|i| i as f32 * 0.5).collect();
+        let b: Vec<f32> = (0..67).map(|i| 1.0 - i as f32 * 0.25).collect();
+        let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!((dot(&a, &b) - plain).abs() < 1e-3);
+    }
+
+    #[test]
+    fn rope_rotates_pairs_or_halves() {
+        let mut x = [1.0, 2.0, 3.0, 4.0];
+        rope_head(&mut x, &[0.0, 1.0], &[1.0, 0.0], true);
+        assert_eq!(x, [-2.0, 1.0, 3.0, 4.0]);
+        let mut y = [1.0, 2.0, 3.0, 4.0];
+        rope_head(&mut y, &[0.0, 1.0], &[1.0, 0.0], false);
+        assert_eq!(y, [-3.0, 2.0, 1.0, 4.0]);
+    }
+}

@@ -1,0 +1,93 @@
+//! The stacked projections of a llama layer: q/k/v and gate/up as one matmul each when our
+//! kernels hold the weights (one weight pass and one activation quantization instead of three
+//! or two), `silu(gate) * up` in one pass over the stacked output, and helpers to read a CPU
+//! tensor's f32 data in place.
+
+use candle_core::{CpuStorage, Storage, Tensor};
+
+use super::linear::Linear;
+
+/// The q, k and v projections: one stacked matmul (`[T, q + k + v]`) when our kernels allow.
+pub enum Qkv {
+    Fused(Linear),
+    Split(Linear, Linear, Linear),
+}
+
+impl Qkv {
+    /// Stacks the three when [`Linear::fuse`] can.
+    pub fn new(q: Linear, k: Linear, v: Linear) -> candle_core::Result<Self> {
+        Ok(match Linear::fuse(&[&q, &k, &v])? {
+            Some(f) => Self::Fused(f),
+            None => Self::Split(q, k, v),
+        })
+    }
+
+    /// The three outputs side by side, `[T, q + k + v]`.
+    pub fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Self::Fused(f) => f.forward(h),
+            Self::Split(q, k, v) => Tensor::cat(&[q.forward(h)?, k.forward(h)?, v.forward(h)?], 1),
+        }
+    }
+
+    /// The storage of the q projection, for reports.
+    pub fn q_storage(&self) -> String {
+        match self {
+            Self::Fused(f) | Self::Split(f, _, _) => f.storage(),
+        }
+    }
+}
+
+/// The MLP's gate and up projections: one stacked matmul when our kernels allow, then
+/// `silu(gate) * up` in one pass over its output.
+pub enum GateUp {
+    Fused(Linear),
+    Split(Linear, Linear),
+}
+
+impl GateUp {
+    /// Stacks the two when [`Linear::fuse`] can.
+    pub fn new(gate: Linear, up: Linear) -> candle_core::Result<Self> {
+        Ok(match Linear::fuse(&[&gate, &up])? {
+            Some(f) => Self::Fused(f),
+            None => Self::Split(gate, up),
+        })
+    }
+
+    /// `silu(h Gᵀ) * (h Uᵀ)`, `[T, ffn]`.
+    pub fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Self::Split(g, u) => candle_nn::ops::silu(&g.forward(h)?)? * u.forward(h)?,
+            Self::Fused(f) => {
+                let gu = f.forward(h)?;
+                let (t, two_f) = gu.dims2()?;
+                let ff = two_f / 2;
+                let out = with_f32(&gu, |gu| {
+                    let mut out = Vec::with_capacity(t * ff);
+                    for row in gu.chunks_exact(two_f) {
+                        let (g, u) = row.split_at(ff);
+                        out.extend(g.iter().zip(u).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u));
+                    }
+                    out
+                })?;
+                Tensor::from_vec(out, (t, ff), gu.device())
+            }
+        }
+    }
+}
+
+/// Runs `f` on the contiguous f32 CPU data of `t`.
+pub fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Result<R> {
+    let t = t.contiguous()?;
+    let (storage, layout) = t.storage_and_layout();
+    let data = cpu_f32(&storage)?;
+    Ok(f(&data[layout.start_offset()..][..t.elem_count()]))
+}
+
+/// The f32 data of a CPU storage.
+pub fn cpu_f32(s: &Storage) -> candle_core::Result<&[f32]> {
+    match s {
+        Storage::Cpu(CpuStorage::F32(v)) => Ok(v),
+        _ => candle_core::bail!("expected f32 CPU storage"),
+    }
+}

@@ -12,6 +12,15 @@ fn secs(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.3} s"))
 }
 
+/// A signed duration in ms to 0.1 (a clock that can come out below zero when the first step
+/// was no slower than the steady median), never printing `-0.0`.
+fn signed_ms(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| {
+        let ms = (v * 1e4).round() / 10.0 + 0.0;
+        format!("{ms:+.1} ms")
+    })
+}
+
 /// Shell-quotes one argument when it needs it.
 fn quote(arg: &str) -> String {
     if !arg.is_empty()
@@ -92,7 +101,7 @@ pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
             secs(warm.and_then(|s| s.ttft_median_s)),
             secs(warm.and_then(|s| s.ttft_tail_s)),
             warm.map_or("tail", |s| s.tail_kind.as_str()),
-            secs(first.and_then(sheet::kernel_warmup_s)),
+            signed_ms(first.and_then(sheet::kernel_warmup_s)),
         ),
     );
     let clocks: Vec<String> = d
@@ -162,5 +171,13 @@ mod tests {
             command_line(&args),
             r"tokfire sweep --workload 'my tasks.toml' 'it'\''s'"
         );
+    }
+
+    #[test]
+    fn signed_ms_never_prints_minus_zero() {
+        assert_eq!(signed_ms(Some(-0.00001)), "+0.0 ms");
+        assert_eq!(signed_ms(Some(-0.0013)), "-1.3 ms");
+        assert_eq!(signed_ms(Some(0.5194)), "+519.4 ms");
+        assert_eq!(signed_ms(None), "n/a");
     }
 }

@@ -28,6 +28,10 @@ Per level: warm-up round(s), then measured rounds; statistics use measured round
   done/tried   tasks that answered (pass or fail) / tasks started; fails = validation failures
   tail         p95 with >= 20 samples, else the slowest sample
   peak mem     VmHWM over the level (reset at its start)
+Batching: decode steps by sequences carried (what the scheduler really did); decode-only step =
+median forward time of steps without prompt tokens; prefill steps = wall share of steps that
+carried prompt tokens (each stalls every running job's next token); harness = wall time outside
+forward passes.
 Clocks: load = open + read + build weights (page-cache state from mincore); kernel warm-up =
 first pure-decode step minus the steady median of that shape; prefill = prompt -> first token
 (prompt tok/s); decode = every later token (TPOT). The verdict checks each level against the

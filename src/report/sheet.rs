@@ -53,6 +53,11 @@ pub struct LevelSummary {
     pub full_step_fraction: Option<f64>,
     /// Wall time outside forward passes ÷ wall time, over measured rounds.
     pub harness_fraction: Option<f64>,
+    /// Median forward time of steps that only decoded, milliseconds.
+    pub decode_step_ms_median: Option<f64>,
+    /// Steps that carried prompt tokens ÷ wall time, over measured rounds (a prefill chunk
+    /// stalls every running sequence's next token for its step).
+    pub prefill_step_fraction: Option<f64>,
     /// Energy per output token, joules (none without a counter).
     pub joules_per_token: Option<f64>,
 }
@@ -111,6 +116,15 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
     let full: usize = hist.range(level.jobs..).map(|(_, n)| n).sum();
     let wall: f64 = rounds.iter().map(|r| r.wall_s).sum();
     let forward: f64 = rounds.iter().map(|r| r.forward_s).sum();
+    let steps = || rounds.iter().flat_map(|r| &r.steps);
+    let decode_only_ms: Vec<f64> = steps()
+        .filter(|s| s.prefill_tokens == 0 && s.decode_tokens > 0)
+        .map(|s| s.forward_s * 1e3)
+        .collect();
+    let prefill_s: f64 = steps()
+        .filter(|s| s.prefill_tokens > 0)
+        .map(|s| s.step_s)
+        .sum();
     let tokens: usize = tasks.iter().map(|t| t.output_tokens).sum();
     let energy: Option<f64> = rounds.iter().map(|r| r.energy_j).sum();
     LevelSummary {
@@ -141,6 +155,8 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
         decode_steps_by_seqs: hist,
         full_step_fraction: (decode_steps > 0).then(|| full as f64 / decode_steps as f64),
         harness_fraction: (wall > 0.0).then(|| (wall - forward).max(0.0) / wall),
+        decode_step_ms_median: median(&decode_only_ms),
+        prefill_step_fraction: (wall > 0.0).then(|| prefill_s / wall),
         joules_per_token: energy.filter(|_| tokens > 0).map(|e| e / tokens as f64),
     }
 }
@@ -224,6 +240,13 @@ mod tests {
     #[test]
     fn a_fast_total_does_not_hide_a_slow_job() {
         // Two jobs over a 10 s window: one made 200 tokens, the other 40.
+        let prefill = StepSample {
+            prefill_tokens: 40,
+            decode_tokens: 0,
+            forward_s: 2.0,
+            step_s: 2.0,
+            ..step(1, 0)
+        };
         let round = RoundRecord {
             index: 1,
             warmup: false,
@@ -236,7 +259,7 @@ mod tests {
                 task(0, 5.0, 5.0, 100, Outcome::Pass),
                 task(1, 0.0, 10.0, 40, Outcome::Fail { reason: "x".into() }),
             ],
-            steps: vec![step(2, 2), step(2, 2), step(1, 1), step(2, 1)],
+            steps: vec![step(2, 2), step(2, 2), step(1, 1), step(2, 1), prefill],
         };
         let mut warm = round.clone();
         warm.warmup = true;
@@ -258,6 +281,8 @@ mod tests {
         assert_eq!(s.decode_steps_by_seqs, BTreeMap::from([(1, 1), (2, 3)]));
         assert_eq!(s.full_step_fraction, Some(0.75));
         assert!((s.harness_fraction.unwrap() - 0.01).abs() < 1e-9);
+        assert_eq!(s.decode_step_ms_median, Some(10.0));
+        assert_eq!(s.prefill_step_fraction, Some(0.2));
         assert_eq!(s.tail_kind, "slowest");
         assert_eq!(s.completion_tail_s, Some(10.0));
     }

@@ -101,13 +101,13 @@ fn table_md(levels: &[LevelSummary]) -> String {
 }
 
 fn table_csv(levels: &[LevelSummary]) -> String {
-    let head = "jobs,rounds,attempted,completed,passed,failed,abstained,ttft_median_s,ttft_tail_s,completion_median_s,completion_tail_s,tail_kind,job_tok_s_median,job_tok_s_slowest,aggregate_tok_s,prompt_tok_s,peak_rss_bytes,peak_kv_bytes,full_step_fraction,harness_fraction\n";
+    let head = "jobs,rounds,attempted,completed,passed,failed,abstained,ttft_median_s,ttft_tail_s,completion_median_s,completion_tail_s,tail_kind,job_tok_s_median,job_tok_s_slowest,aggregate_tok_s,prompt_tok_s,peak_rss_bytes,peak_kv_bytes,full_step_fraction,harness_fraction,decode_step_ms_median,prefill_step_fraction\n";
     let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.6}"));
     let mut out = head.to_string();
     for s in levels {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             s.jobs,
             s.rounds,
             s.attempted,
@@ -128,6 +128,8 @@ fn table_csv(levels: &[LevelSummary]) -> String {
             s.peak_kv_bytes,
             o(s.full_step_fraction),
             o(s.harness_fraction),
+            o(s.decode_step_ms_median),
+            o(s.prefill_step_fraction),
         );
     }
     out
@@ -145,17 +147,25 @@ fn batching(levels: &[LevelSummary]) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "  {} job{}: {} over {} steps; {} of decode steps carried all {}; harness {} of wall time",
+            "  {} job{}: {} over {} steps, {} carried all {}; decode-only step {} med; prefill steps {} of wall; harness {}",
             s.jobs,
             if s.jobs == 1 { " " } else { "s" },
             hist.join(" "),
             total,
-            s.full_step_fraction.map_or("n/a".into(), |v| format!("{:.0} %", v * 100.0)),
+            pct(s.full_step_fraction, 0),
             s.jobs,
-            s.harness_fraction.map_or("n/a".into(), |v| format!("{:.2} %", v * 100.0)),
+            s.decode_step_ms_median
+                .map_or("n/a".into(), |v| format!("{v:.1} ms")),
+            pct(s.prefill_step_fraction, 0),
+            pct(s.harness_fraction, 2),
         );
     }
     out
+}
+
+/// A fraction as a percentage with `digits` decimals, or `n/a`.
+fn pct(v: Option<f64>, digits: usize) -> String {
+    v.map_or("n/a".into(), |v| format!("{:.digits$} %", v * 100.0))
 }
 
 fn verdicts(run: &RunRecord, d: &Derived) -> String {

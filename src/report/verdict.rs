@@ -119,6 +119,8 @@ mod tests {
             decode_steps_by_seqs: Default::default(),
             full_step_fraction: None,
             harness_fraction: None,
+            decode_step_ms_median: None,
+            prefill_step_fraction: None,
             joules_per_token: None,
         }
     }

@@ -33,16 +33,7 @@ pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out:
         super::has_avx2(),
         "AVX2 kernel on a CPU without AVX2; this is a bug"
     );
-    let ctx = Ctx {
-        w: w.as_ptr(),
-        row_bytes: acts.blocks() * qtype.block_bytes(),
-        acts,
-        out,
-    };
-    assert!(
-        w.len() >= cols.end * ctx.row_bytes,
-        "weights too short; this is a bug"
-    );
+    let ctx = Ctx::new(qtype, w, acts, out, cols.end);
     // SAFETY: the CPU has the features (asserted); `w` holds every row in `cols` (asserted);
     // `acts` holds `rows` rows of `blocks` blocks; `out` is `[rows, n]` with n ≥ cols.end.
     unsafe {

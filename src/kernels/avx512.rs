@@ -30,16 +30,7 @@ pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out:
         super::has_avx512_vnni(),
         "VNNI kernel on a CPU without it; this is a bug"
     );
-    let ctx = Ctx {
-        w: w.as_ptr(),
-        row_bytes: acts.blocks() * qtype.block_bytes(),
-        acts,
-        out,
-    };
-    assert!(
-        w.len() >= cols.end * ctx.row_bytes,
-        "weights too short; this is a bug"
-    );
+    let ctx = Ctx::new(qtype, w, acts, out, cols.end);
     // SAFETY: as in `avx2::matmul_cols`, with the VNNI features asserted.
     unsafe {
         match qtype {

@@ -16,6 +16,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
+use super::blocks::QType;
 use super::matmul::OutPtr;
 use super::quantize::Acts;
 
@@ -33,6 +34,24 @@ pub struct Ctx<'a> {
     pub row_bytes: usize,
     pub acts: &'a Acts,
     pub out: OutPtr,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context for columns up to `cols_end` of `qtype` weights `w`; panics (a bug) if `w`
+    /// does not hold those rows.
+    pub fn new(qtype: QType, w: &[u8], acts: &'a Acts, out: OutPtr, cols_end: usize) -> Self {
+        let row_bytes = acts.blocks() * qtype.block_bytes();
+        assert!(
+            w.len() >= cols_end * row_bytes,
+            "weights too short; this is a bug"
+        );
+        Self {
+            w: w.as_ptr(),
+            row_bytes,
+            acts,
+            out,
+        }
+    }
 }
 
 /// A weight type's R × C tile.

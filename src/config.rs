@@ -102,20 +102,15 @@ pub struct RuntimeConfig {
 impl RuntimeConfig {
     /// From `--threads` and `--kernels auto|scalar|avx2|avx512-vnni`.
     pub fn parse(threads: Option<usize>, kernels: &str) -> Result<Self, ConfigError> {
-        let bad = |flag: &str, value: String, reason: String| ConfigError::Flag {
-            flag: flag.into(),
-            value,
-            reason,
-        };
         if threads == Some(0) {
-            let why = "must be at least 1 (leave it out for all cores)".to_string();
-            return Err(bad("--threads", "0".into(), why));
+            let why = "must be at least 1 (leave it out for all cores)";
+            return Err(ConfigError::flag("--threads", "0", why));
         }
         let kernels = match kernels {
             "auto" => None,
             s => Some(
                 s.parse::<Level>()
-                    .map_err(|e| bad("--kernels", s.into(), e))?,
+                    .map_err(|e| ConfigError::flag("--kernels", s, e))?,
             ),
         };
         Ok(Self { threads, kernels })
@@ -124,17 +119,13 @@ impl RuntimeConfig {
     /// Builds the thread pool and sets the kernel level, once per process and before any model
     /// work; returns what the engine runs with.
     pub fn apply(&self, device: DeviceSpec) -> Result<RuntimeInfo, ConfigError> {
-        let flag = |flag: &str, value: String, reason: String| ConfigError::Flag {
-            flag: flag.into(),
-            value,
-            reason,
-        };
         let threads = kernels::init_threads(self.threads).map_err(|e| {
             let value = self.threads.map_or("(default)".into(), |n| n.to_string());
-            flag("--threads", value, e)
+            ConfigError::flag("--threads", value, e)
         })?;
         if let Some(level) = self.kernels {
-            kernels::force_level(level).map_err(|e| flag("--kernels", level.to_string(), e))?;
+            kernels::force_level(level)
+                .map_err(|e| ConfigError::flag("--kernels", level.to_string(), e))?;
         }
         let kernels = match device {
             DeviceSpec::Cpu => format!("tokfire kernels {}", kernels::level()),
@@ -228,20 +219,19 @@ impl Default for SamplingConfig {
 impl SamplingConfig {
     /// Checks ranges; names the flag at fault.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let flag = |flag: &str, value: String, reason: &str| ConfigError::Flag {
-            flag: flag.into(),
-            value,
-            reason: reason.into(),
-        };
         if !(self.temperature >= 0.0 && self.temperature.is_finite()) {
-            return Err(flag(
+            return Err(ConfigError::flag(
                 "--temperature",
                 self.temperature.to_string(),
                 "must be 0 (greedy) or a positive number",
             ));
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
-            return Err(flag("--top-p", self.top_p.to_string(), "must be in (0, 1]"));
+            return Err(ConfigError::flag(
+                "--top-p",
+                self.top_p.to_string(),
+                "must be in (0, 1]",
+            ));
         }
         Ok(())
     }

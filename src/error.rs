@@ -24,6 +24,17 @@ pub enum ConfigError {
     NotYetAvailable { verb: String },
 }
 
+impl ConfigError {
+    /// `flag value: reason`, e.g. `--threads 0: must be at least 1`.
+    pub fn flag(flag: &str, value: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Flag {
+            flag: flag.into(),
+            value: value.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
 /// Loading a model: finding, fetching, parsing and building weights and tokenizer.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {

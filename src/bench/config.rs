@@ -107,11 +107,6 @@ pub struct RunConfig {
 impl RunConfig {
     /// Checks ranges; names the flag at fault. Returns warnings the user insisted past.
     pub fn validate(&self, allow_few_rounds: bool) -> Result<Vec<String>, ConfigError> {
-        let flag = |flag: &str, value: String, reason: &str| ConfigError::Flag {
-            flag: flag.into(),
-            value,
-            reason: reason.into(),
-        };
         self.sampling.validate()?;
         let mut warnings = Vec::new();
         if self.jobs.is_empty() || self.jobs.contains(&0) {
@@ -121,22 +116,22 @@ impl RunConfig {
                 .map(|j| j.to_string())
                 .collect::<Vec<_>>()
                 .join(",");
-            return Err(flag(
+            return Err(ConfigError::flag(
                 "--jobs",
                 v,
                 "every level needs at least 1 job, e.g. --jobs 1,2,3",
             ));
         }
         if self.rounds == 0 {
-            return Err(flag(
+            return Err(ConfigError::flag(
                 "--rounds",
-                "0".into(),
+                "0",
                 "at least 1 measured round is needed (3 or more for a median)",
             ));
         }
         if self.rounds < MIN_ROUNDS {
             if !allow_few_rounds {
-                return Err(flag(
+                return Err(ConfigError::flag(
                     "--rounds",
                     self.rounds.to_string(),
                     "fewer than 3 rounds give no trustworthy median; use 3 or more, or add --allow-few-rounds",
@@ -154,11 +149,11 @@ impl RunConfig {
             ("--prefill-chunk", e.prefill_chunk),
         ] {
             if v == 0 {
-                return Err(flag(name, "0".into(), "must be at least 1"));
+                return Err(ConfigError::flag(name, "0", "must be at least 1"));
             }
         }
         if self.max_tokens == Some(0) {
-            return Err(flag("--max-tokens", "0".into(), "must be at least 1"));
+            return Err(ConfigError::flag("--max-tokens", "0", "must be at least 1"));
         }
         let most = self.jobs.iter().copied().max().unwrap_or(1);
         if e.max_seqs < most {

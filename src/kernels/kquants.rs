@@ -13,7 +13,7 @@
 use std::arch::x86_64::*;
 
 use super::blocks::scale_min_k4;
-use super::simd::{bcast_f16, f16_at, hsum, Ctx, IDot, Tile};
+use super::simd::{self, bcast_f16, f16_at, hsum, Ctx, IDot, Tile};
 
 /// The 32 activation values at offset `off` of row `r`, block `b`.
 #[inline(always)]
@@ -143,10 +143,6 @@ impl Tile for Q6K {
                 }
             }
         }
-        for r in 0..R {
-            for c in 0..C {
-                ctx.out.write(r0 + r, c0 + c, hsum(acc[r][c]));
-            }
-        }
+        simd::store(ctx, r0, c0, &acc);
     }
 }

@@ -111,6 +111,21 @@ pub unsafe fn hsum(v: __m256) -> f32 {
     _mm_cvtss_f32(s)
 }
 
+/// Writes the tile's sums: `out[r0 + r][c0 + c] = hsum(acc[r][c])`.
+#[inline(always)]
+pub unsafe fn store<const R: usize, const C: usize>(
+    ctx: &Ctx,
+    r0: usize,
+    c0: usize,
+    acc: &[[__m256; C]; R],
+) {
+    for c in 0..C {
+        for r in 0..R {
+            ctx.out.write(r0 + r, c0 + c, hsum(acc[r][c]));
+        }
+    }
+}
+
 /// The f16 at `p` (any alignment), converted and broadcast to 8 lanes.
 #[inline(always)]
 pub unsafe fn bcast_f16(p: *const u8) -> __m256 {
@@ -215,11 +230,7 @@ impl Tile for Q8_0 {
                 }
             }
         }
-        for c in 0..C {
-            for r in 0..R {
-                ctx.out.write(r0 + r, c0 + c, hsum(acc[r][c]));
-            }
-        }
+        store(ctx, r0, c0, &acc);
     }
 }
 
@@ -267,11 +278,7 @@ impl<B: OffsetBlock> Tile for Offset<B> {
                 }
             }
         }
-        for c in 0..C {
-            for r in 0..R {
-                ctx.out.write(r0 + r, c0 + c, hsum(acc[r][c]));
-            }
-        }
+        store(ctx, r0, c0, &acc);
     }
 }
 

@@ -13,9 +13,9 @@ use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
 use tokfire::config::{DeviceSpec, ModelConfig, WeightDType};
-use tokfire::engine::kv::KvCache;
 use tokfire::engine::sampler::argmax;
 use tokfire::measure::stats;
+use tokfire::model::kv::KvCache;
 use tokfire::model::llama::{Llama, LogitRows, SeqInput};
 
 const TEXT: &str = "The history of the printing press begins in the fifteenth century, when movable type made books cheaper and faster to produce. Within decades, presses spread across Europe, and pamphlets, newspapers and scientific journals followed. ";

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::bench::config::Format;
+use crate::config::run::Format;
 use crate::config::{SamplingConfig, WeightDType};
 
 /// Name of the model used when `--model` is not given.

@@ -90,35 +90,3 @@ impl ModelError {
         move |source| Self::Io { path, source }
     }
 }
-
-/// Running a benchmark: any layer's error, or the results file.
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Workload(Box<crate::workload::WorkloadError>),
-    #[error(transparent)]
-    Model(Box<ModelError>),
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error("results file: {0}")]
-    Record(String),
-    #[error("{source}\n(the run failed; the rounds it finished are kept in {out}, marked failed)")]
-    Saved {
-        out: std::path::PathBuf,
-        source: Box<BenchError>,
-    },
-}
-
-impl From<crate::workload::WorkloadError> for BenchError {
-    fn from(e: crate::workload::WorkloadError) -> Self {
-        Self::Workload(Box::new(e))
-    }
-}
-
-impl From<ModelError> for BenchError {
-    fn from(e: ModelError) -> Self {
-        Self::Model(Box::new(e))
-    }
-}

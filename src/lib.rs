@@ -13,6 +13,7 @@ pub mod error;
 pub mod kernels;
 pub mod measure;
 pub mod model;
+pub mod record;
 pub mod report;
 pub mod workload;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use tokfire::model::synthetic::{write_gguf, Spec};
-use tokfire::report::record::{ResultsFile, RunStatus};
+use tokfire::record::{ResultsFile, RunStatus};
 
 fn tokfire() -> Command {
     let mut c = Command::cargo_bin("tokfire").unwrap();

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use tokfire::bench::config::Format;
-use tokfire::report::record::ResultsFile;
+use tokfire::config::run::Format;
+use tokfire::record::ResultsFile;
 use tokfire::report::text::render;
 
 fn check(format: Format, expected: &str) {

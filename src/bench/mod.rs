@@ -2,16 +2,17 @@
 //! model — warm-up and measured rounds per level, jobs as closed-loop clients of one shared
 //! engine, raw samples into the record after every round.
 
-pub mod config;
+pub mod error;
 pub mod progress;
 pub mod round;
 pub mod samples;
 pub mod sweep;
+pub mod trace;
 
+use crate::bench::error::BenchError;
 use crate::config::RuntimeInfo;
-use crate::error::BenchError;
 
 /// Prepares the compute runtime once (thread pool, kernel level) and describes it for the record.
-pub fn runtime(cfg: &config::RunConfig) -> Result<RuntimeInfo, BenchError> {
+pub fn runtime(cfg: &crate::config::run::RunConfig) -> Result<RuntimeInfo, BenchError> {
     Ok(cfg.runtime.apply(cfg.model.device)?)
 }

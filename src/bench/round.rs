@@ -11,7 +11,7 @@ use crate::engine::batching::{Engine, Event, EventKind, FinishReason, Request};
 use crate::engine::scheduler::{RequestId, SchedulerConfig};
 use crate::error::EngineError;
 use crate::model::Loaded;
-use crate::report::record::RoundRecord;
+use crate::record::RoundRecord;
 use crate::workload::{Next, Prompt, TaskResult, TaskRun, Workload};
 
 /// What every round of a run shares.

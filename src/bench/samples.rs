@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::engine::batching::{Event, EventKind};
 use crate::engine::scheduler::RequestId;
-use crate::report::record::{RoundRecord, StepSample, TaskSample};
+use crate::record::{RoundRecord, StepSample, TaskSample};
 use crate::workload::TaskResult;
 
 /// A task a job finished, with the engine requests of its turns.

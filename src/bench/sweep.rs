@@ -3,19 +3,17 @@
 //! record after every round (a failed run is saved with its error). Every level uses the same
 //! model, workload, sampler, output limits and engine budgets; only the job count differs.
 
-use super::config::RunConfig;
 use super::progress::{Position, Progress};
 use super::round::{render, run_round, RoundOutput, RoundSetup};
+use crate::bench::error::BenchError;
+use crate::bench::trace::Trace;
+use crate::config::run::RunConfig;
 use crate::engine::scheduler::SchedulerConfig;
-use crate::error::BenchError;
 use crate::measure::energy::EnergyMeter;
 use crate::measure::provenance::{Build, Machine};
 use crate::measure::{memory, pagecache};
 use crate::model::{self, inspect, Loaded, ModelPath};
-use crate::report::record::{
-    LevelRecord, LoadClock, ModelInfo, RecordWriter, RunRecord, RunStatus,
-};
-use crate::report::trace::Trace;
+use crate::record::{LevelRecord, LoadClock, ModelInfo, RecordWriter, RunRecord, RunStatus};
 use crate::workload::{self, Workload};
 
 /// Runs `cfg`, recording to `cfg.out`. The record is returned (also when saved as failed, the

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use crate::bench::config::{EngineSettings, KvBudget, RunConfig};
 use crate::bench::progress::Progress;
 use crate::cli::BenchArgs;
+use crate::config::run::{EngineSettings, KvBudget, RunConfig};
 use crate::report;
 
 /// Builds and validates the config of `verb` over `jobs` levels.

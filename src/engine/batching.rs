@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::kv::KvCache;
 use super::sampler::Sampler;
 use super::scheduler::{Plan, RequestId, Scheduler, SchedulerConfig};
 use crate::config::SamplingConfig;
 use crate::error::EngineError;
+use crate::model::kv::KvCache;
 use crate::model::llama::{Llama, LogitRows, SeqInput};
 
 /// A generation request.

@@ -82,7 +82,7 @@ pub fn generate(
 fn step(
     model: &Llama,
     tokens: &[u32],
-    cache: &mut super::kv::KvCache,
+    cache: &mut crate::model::kv::KvCache,
     sampler: &mut Sampler,
 ) -> Result<u32, EngineError> {
     let logits = model.forward(

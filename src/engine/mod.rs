@@ -3,6 +3,5 @@
 
 pub mod batching;
 pub mod generate;
-pub mod kv;
 pub mod sampler;
 pub mod scheduler;

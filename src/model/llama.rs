@@ -8,11 +8,11 @@ use candle_core::{DType, Device, Tensor, D};
 
 use super::arch::LlamaConfig;
 use super::attention::{self, Dims, KvSlices, SegmentRows, Split};
+use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
 use super::projections::{cpu_f32, with_f32, GateUp, Qkv};
 use super::weights::WeightSource;
 use crate::config::WeightDType;
-use crate::engine::kv::{KvCache, KvShape};
 use crate::error::{EngineError, ModelError};
 
 /// Longest RoPE table built, in positions (bounds memory for models with huge contexts).

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod gguf;
 pub mod hub;
 pub mod inspect;
+pub mod kv;
 pub mod linear;
 pub mod llama;
 pub mod manifest;

@@ -3,12 +3,8 @@
 
 pub mod clocks;
 pub mod inspect;
-pub mod record;
-pub mod sheet;
 pub mod summary;
 pub mod text;
-pub mod trace;
-pub mod verdict;
 
 /// Bytes as a short human figure (decimal units: kB, MB, GB).
 pub fn bytes(n: u64) -> String {

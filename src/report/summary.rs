@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-use super::record::RunRecord;
-use super::sheet;
 use super::text::Derived;
-use super::verdict;
+use crate::record::summary as sheet;
+use crate::record::verdict;
+use crate::record::RunRecord;
 
 fn secs(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.3} s"))

@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-use super::record::RunRecord;
-use super::sheet::{self, LevelSummary};
-use super::verdict::{self, LevelVerdict};
-use crate::bench::config::Format;
+use crate::config::run::Format;
+use crate::record::summary::{self as sheet, LevelSummary};
+use crate::record::verdict::{self, LevelVerdict};
+use crate::record::RunRecord;
 
 /// Everything derived from a record that renderers show.
 pub struct Derived {

@@ -4,12 +4,15 @@
 //! or a run killed mid-write, never sees a torn file. Statistics are not stored: reports compute
 //! them from the raw samples.
 
+pub mod summary;
+pub mod verdict;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::config::RunConfig;
+use crate::config::run::RunConfig;
 use crate::config::RuntimeInfo;
 use crate::engine::scheduler::SchedulerConfig;
 use crate::measure::pagecache::Residency;

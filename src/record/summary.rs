@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::record::{LevelRecord, RoundRecord};
+use super::{LevelRecord, RoundRecord};
 use crate::measure::stats::{max, median, min, tail};
 use crate::workload::Outcome;
 
@@ -197,7 +197,7 @@ pub fn slowest_completion_s(level: &LevelRecord) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::record::{StepSample, TaskSample};
+    use crate::record::{StepSample, TaskSample};
 
     fn task(
         job: usize,

@@ -7,6 +7,8 @@ use candle_core::Device;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
+
+pub mod run;
 use crate::kernels::{self, Level};
 
 /// How weights are held in memory.

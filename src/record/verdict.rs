@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::sheet::LevelSummary;
+use super::summary::LevelSummary;
 use crate::workload::Criteria;
 
 /// The verdict on one level.

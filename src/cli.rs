@@ -207,6 +207,13 @@ pub struct BenchArgs {
     /// Write a Chrome trace (chrome://tracing, Perfetto) of the whole run: rounds, steps, requests.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Smallest margin inside every target (fraction) for a level to count as comfortable with
+    /// headroom; tighter levels are flagged "comfortable, no headroom".
+    #[arg(long, default_value_t = crate::config::run::DEFAULT_HEADROOM)]
+    pub headroom: f64,
+    /// Exit with status 1 when the verdict is not comfortable at the highest level run (for CI).
+    #[arg(long)]
+    pub exit_code: bool,
 }
 
 #[derive(Debug, Args)]

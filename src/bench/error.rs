@@ -14,8 +14,13 @@ pub enum BenchError {
     Model(Box<ModelError>),
     #[error(transparent)]
     Engine(#[from] EngineError),
-    #[error("results file: {0}")]
-    Record(String),
+    #[error(transparent)]
+    Record(#[from] crate::record::io::RecordError),
+    #[error("--trace {path}: {source}")]
+    Trace {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("{source}\n(the run failed; the rounds it finished are kept in {out}, marked failed)")]
     Saved {
         out: std::path::PathBuf,

@@ -13,7 +13,8 @@ use crate::measure::energy::EnergyMeter;
 use crate::measure::provenance::{Build, Machine};
 use crate::measure::{memory, pagecache};
 use crate::model::{self, inspect, Loaded, ModelPath};
-use crate::record::{LevelRecord, LoadClock, ModelInfo, RecordWriter, RunRecord, RunStatus};
+use crate::record::io::RecordWriter;
+use crate::record::{LevelRecord, LoadClock, ModelInfo, RunRecord, RunStatus};
 use crate::workload::{self, Workload};
 
 /// Runs `cfg`, recording to `cfg.out`. The record is returned (also when saved as failed, the
@@ -24,7 +25,7 @@ pub fn run(
     progress: &mut Progress,
 ) -> Result<RunRecord, BenchError> {
     let workload = workload::load(&cfg.workload)?;
-    let writer = RecordWriter::open(&cfg.out).map_err(BenchError::Record)?;
+    let writer = RecordWriter::open(&cfg.out)?;
     let runtime = super::runtime(cfg)?;
     let path = model::resolve(&cfg.model)?;
     let files = weight_files(&path);
@@ -69,8 +70,9 @@ pub fn run(
         load,
         energy_na: energy.as_ref().err().cloned(),
         levels: Vec::new(),
+        summary: None,
     };
-    writer.save(&record).map_err(BenchError::Record)?;
+    writer.save(&record)?;
     let result = levels(
         cfg,
         &loaded,
@@ -87,7 +89,7 @@ pub fn run(
             error: e.to_string(),
         },
     };
-    writer.save(&record).map_err(BenchError::Record)?;
+    writer.save(&record)?;
     result.map(|()| record).map_err(|e| BenchError::Saved {
         out: cfg.out.clone(),
         source: Box::new(e),
@@ -141,7 +143,7 @@ fn levels(
             round.index = r;
             round.warmup = warmup;
             level.rounds.push(round);
-            writer.save(record).map_err(BenchError::Record)?;
+            writer.save(record)?;
             if let (Some(t), Some(path)) = (trace.as_mut(), &cfg.trace) {
                 let label = if warmup {
                     format!("warm-up {}", r + 1)
@@ -176,8 +178,10 @@ fn measured_round(
 /// Rewrites the trace file (after every round, like the record).
 fn write_trace(path: &std::path::Path, trace: &Trace) -> Result<(), BenchError> {
     let text = serde_json::to_string(&trace.to_json()).expect("trace serializes; this is a bug");
-    std::fs::write(path, text)
-        .map_err(|e| BenchError::Record(format!("cannot write --trace {}: {e}", path.display())))
+    std::fs::write(path, text).map_err(|source| BenchError::Trace {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 fn weight_files(path: &ModelPath) -> Vec<std::path::PathBuf> {

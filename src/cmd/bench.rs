@@ -36,6 +36,7 @@ pub fn config(
             .unwrap_or_else(|| default_out(verb, &args.workload)),
         format: args.format,
         trace: args.trace.clone(),
+        headroom: args.headroom,
     };
     let warnings = cfg.validate(args.allow_few_rounds)?;
     Ok((cfg, warnings))

@@ -156,8 +156,11 @@ impl std::fmt::Display for RuntimeInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} · {} · {} threads",
-            self.device, self.kernels, self.threads
+            "{} · {} · {} thread{}",
+            self.device,
+            self.kernels,
+            self.threads,
+            if self.threads == 1 { "" } else { "s" }
         )
     }
 }

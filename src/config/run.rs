@@ -61,7 +61,11 @@ impl KvBudget {
 pub enum Format {
     #[default]
     Text,
+    /// The summary and provenance, without raw samples.
     Json,
+    /// The whole record of the run, raw samples included.
+    #[serde(rename = "json-full")]
+    JsonFull,
     Md,
     Csv,
 }
@@ -102,12 +106,29 @@ pub struct RunConfig {
     pub format: Format,
     /// Chrome trace of the whole run.
     pub trace: Option<PathBuf>,
+    /// Smallest margin (fraction of a target) a comfortable level should keep.
+    #[serde(default = "default_headroom")]
+    pub headroom: f64,
+}
+
+/// Default `--headroom`: a comfortable level should stay 20 % inside every target.
+pub const DEFAULT_HEADROOM: f64 = 0.2;
+
+fn default_headroom() -> f64 {
+    DEFAULT_HEADROOM
 }
 
 impl RunConfig {
     /// Checks ranges; names the flag at fault. Returns warnings the user insisted past.
     pub fn validate(&self, allow_few_rounds: bool) -> Result<Vec<String>, ConfigError> {
         self.sampling.validate()?;
+        if !(0.0..1.0).contains(&self.headroom) {
+            return Err(ConfigError::flag(
+                "--headroom",
+                self.headroom.to_string(),
+                "a fraction of each target from 0 to below 1, e.g. 0.2 for 20 %",
+            ));
+        }
         let mut warnings = Vec::new();
         if self.jobs.is_empty() || self.jobs.contains(&0) {
             let v = self

@@ -46,6 +46,15 @@ pub fn tail(samples: &[f64]) -> Option<(f64, &'static str)> {
     }
 }
 
+/// The median absolute deviation from the median, or `None` for no samples (a spread that a
+/// few outliers do not move; × 1.4826 estimates σ for normal data, as in hyperfine's
+/// `outlier_detection.rs`).
+pub fn mad(samples: &[f64]) -> Option<f64> {
+    let m = median(samples)?;
+    let dev: Vec<f64> = samples.iter().map(|x| (x - m).abs()).collect();
+    median(&dev)
+}
+
 fn sorted(samples: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = samples.iter().copied().filter(|x| !x.is_nan()).collect();
     v.sort_by(f64::total_cmp);
@@ -64,6 +73,8 @@ mod tests {
         assert_eq!(median(&[f64::NAN, 5.0]), Some(5.0));
         assert_eq!(max(&[1.0, 9.0, 3.0]), Some(9.0));
         assert_eq!(min(&[4.0, 9.0, 3.0]), Some(3.0));
+        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0, 100.0]), Some(1.0));
+        assert_eq!(mad(&[]), None);
     }
 
     #[test]

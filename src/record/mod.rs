@@ -1,14 +1,14 @@
 //! The result record: one JSON document per results file holding every run appended to it
 //! (failed runs too), each with its whole configuration, launch command, provenance, model and
-//! workload identity, and every raw sample. Written atomically (temp file + rename) so a reader,
-//! or a run killed mid-write, never sees a torn file. Statistics are not stored: reports compute
-//! them from the raw samples.
+//! workload identity, every raw sample, and the figures derived from them (`summary`, computed
+//! by the same code that prints the sheet). `bench` writes records; `report` (and everything that
+//! compares runs) only reads them, through [`io`].
 
+pub mod io;
 pub mod summary;
 pub mod verdict;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -19,8 +19,9 @@ use crate::measure::pagecache::Residency;
 use crate::measure::provenance::{Build, Machine};
 use crate::workload::{Outcome, ToolCall, Workload};
 
-/// Version of the file layout below.
-pub const FORMAT: u32 = 1;
+/// Version of the file layout below. 2 added `summary`, `config.headroom` and the
+/// `interrupted` state; version 1 files still load (their summary is derived on reading).
+pub const FORMAT: u32 = 2;
 
 /// A results file: every run appended to it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -40,6 +41,22 @@ pub enum RunStatus {
     Failed {
         error: String,
     },
+    /// Stopped by SIGINT or SIGTERM; the rounds present are complete.
+    Interrupted {
+        signal: String,
+    },
+}
+
+impl RunStatus {
+    /// `running`, `complete`, `failed: …`, `interrupted (SIGINT)`.
+    pub fn label(&self) -> String {
+        match self {
+            Self::Running => "running (or killed before it could finish)".into(),
+            Self::Complete => "complete".into(),
+            Self::Failed { error } => format!("failed: {error}"),
+            Self::Interrupted { signal } => format!("interrupted ({signal})"),
+        }
+    }
 }
 
 /// One `run` or `sweep`.
@@ -65,6 +82,19 @@ pub struct RunRecord {
     /// Why energy is missing, when it is (`None` when a counter was read).
     pub energy_na: Option<String>,
     pub levels: Vec<LevelRecord>,
+    /// The derived figures of the levels above, rewritten with them after every round (absent
+    /// in version 1 files; readers derive it then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<summary::RunSummary>,
+}
+
+impl RunRecord {
+    /// The stored summary, or one derived now for a record that has none.
+    pub fn summary(&self) -> summary::RunSummary {
+        self.summary
+            .clone()
+            .unwrap_or_else(|| summary::summarize_run(self))
+    }
 }
 
 /// Which model, exactly.
@@ -172,85 +202,4 @@ pub struct TaskSample {
     pub tool_calls: Vec<ToolCall>,
     /// The final output text.
     pub output: String,
-}
-
-/// Loads a results file; a missing file is an empty one.
-pub fn read(path: &Path) -> Result<ResultsFile, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "{} is not a tokfire results file ({e}); pass another --out",
-                path.display()
-            )
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ResultsFile {
-            tokfire_results: FORMAT,
-            runs: Vec::new(),
-        }),
-        Err(e) => Err(format!(
-            "cannot read {}: {e}; pass a writable --out",
-            path.display()
-        )),
-    }
-}
-
-/// Writes `file` to `path` atomically: a temp file beside it, flushed and synced, then renamed.
-pub fn write_atomic(path: &Path, file: &ResultsFile) -> Result<(), String> {
-    let fail = |what: &str, e: std::io::Error| {
-        format!(
-            "cannot {what} {}: {e}; pass a writable --out",
-            path.display()
-        )
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).map_err(|e| fail("create the directory of", e))?;
-    let name = path
-        .file_name()
-        .map_or("results".into(), |n| n.to_string_lossy().to_string());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let json = serde_json::to_vec_pretty(file).expect("records serialize; this is a bug");
-    let mut f = std::fs::File::create(&tmp).map_err(|e| fail("write", e))?;
-    f.write_all(&json)
-        .and_then(|_| f.sync_all())
-        .map_err(|e| fail("write", e))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail("replace", e)
-    })
-}
-
-/// Keeps a run in its results file: the file's other runs are kept, this run's entry (by id)
-/// is replaced or appended, and the whole file is rewritten atomically.
-pub struct RecordWriter {
-    path: PathBuf,
-}
-
-impl RecordWriter {
-    /// Checks now that `path` is a results file (or absent) and its directory writable, so a bad
-    /// `--out` fails before any work.
-    pub fn open(path: &Path) -> Result<Self, String> {
-        let existing = read(path)?;
-        let w = Self {
-            path: path.to_path_buf(),
-        };
-        write_atomic(path, &existing)?;
-        Ok(w)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Saves `run`; rereads the file so runs appended meanwhile are kept.
-    pub fn save(&self, run: &RunRecord) -> Result<(), String> {
-        let mut file = read(&self.path)?;
-        match file.runs.iter_mut().find(|r| r.id == run.id) {
-            Some(slot) => *slot = run.clone(),
-            None => file.runs.push(run.clone()),
-        }
-        write_atomic(&self.path, &file)
-    }
 }

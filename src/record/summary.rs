@@ -1,5 +1,6 @@
-//! The results sheet: per concurrency level, statistics computed once from the raw samples of
-//! the measured rounds (warm-up rounds excluded). Pure: records in, summaries out.
+//! The derived figures of a run, computed once from the raw samples of the measured rounds
+//! (warm-up rounds excluded) and stored in the record beside them, so scripts read the same
+//! numbers the sheet prints. Pure: records in, summaries out.
 //!
 //! Definitions (also in `sweep --help`):
 //! - attempted: tasks started in measured rounds; completed: tasks that ended with an answer
@@ -11,14 +12,16 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{LevelRecord, RoundRecord};
-use crate::measure::stats::{max, median, min, tail};
+use super::verdict::{self, LevelVerdict, RunVerdict};
+use super::{LevelRecord, RoundRecord, RunRecord};
+use crate::measure::clocks::{self, Warmup};
+use crate::measure::stats::{median, min, tail};
 use crate::workload::Outcome;
 
 /// One row of the sheet.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelSummary {
     pub jobs: usize,
     pub rounds: usize,
@@ -76,8 +79,7 @@ pub fn job_rates(round: &RoundRecord) -> BTreeMap<usize, f64> {
         e.2 += t.output_tokens;
     }
     span.into_iter()
-        .filter(|(_, (a, b, _))| b > a)
-        .map(|(j, (a, b, n))| (j, n as f64 / (b - a)))
+        .filter_map(|(j, (a, b, n))| clocks::rate(n, b - a).map(|r| (j, r)))
         .collect()
 }
 
@@ -101,8 +103,7 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
     let job_medians: Vec<f64> = per_job.values().filter_map(|v| median(v)).collect();
     let aggregate: Vec<f64> = rounds
         .iter()
-        .filter(|r| r.wall_s > 0.0)
-        .map(|r| r.tasks.iter().map(|t| t.output_tokens).sum::<usize>() as f64 / r.wall_s)
+        .filter_map(|r| clocks::rate(r.tasks.iter().map(|t| t.output_tokens).sum(), r.wall_s))
         .collect();
     let mut hist = BTreeMap::new();
     for s in rounds
@@ -161,9 +162,9 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
     }
 }
 
-/// Kernel warm-up: the first pure-decode step of the first round minus the median of pure-decode
-/// steps with the same number of sequences in the measured rounds, seconds.
-pub fn kernel_warmup_s(level: &LevelRecord) -> Option<f64> {
+/// Kernel warm-up: the first pure-decode step of the first round against the pure-decode steps
+/// with the same number of sequences in the measured rounds ([`clocks::kernel_warmup`]).
+pub fn kernel_warmup(level: &LevelRecord) -> Option<Warmup> {
     let first = level.rounds.first()?;
     let s0 = first
         .steps
@@ -174,7 +175,7 @@ pub fn kernel_warmup_s(level: &LevelRecord) -> Option<f64> {
         .filter(|s| s.prefill_tokens == 0 && s.seqs == s0.seqs)
         .map(|s| s.forward_s)
         .collect();
-    median(&steady).map(|m| s0.forward_s - m)
+    clocks::kernel_warmup(s0.forward_s, &steady)
 }
 
 /// The first TTFT the process produced (first task of the first round), seconds.
@@ -186,12 +187,92 @@ pub fn first_ttft_s(level: &LevelRecord) -> Option<f64> {
         .and_then(|t| t.ttft_s)
 }
 
-/// Largest per-request completion over all measured rounds, seconds.
-pub fn slowest_completion_s(level: &LevelRecord) -> Option<f64> {
-    let v: Vec<f64> = measured(level)
-        .flat_map(|r| r.tasks.iter().map(|t| t.completion_s))
+impl LevelSummary {
+    /// A level with no measured samples.
+    pub fn empty(jobs: usize) -> Self {
+        Self {
+            jobs,
+            rounds: 0,
+            attempted: 0,
+            completed: 0,
+            passed: 0,
+            failed: 0,
+            abstained: 0,
+            ttft_median_s: None,
+            ttft_tail_s: None,
+            completion_median_s: None,
+            completion_tail_s: None,
+            tail_kind: "slowest".into(),
+            job_tok_s_median: None,
+            job_tok_s_slowest: None,
+            aggregate_tok_s: None,
+            prompt_tok_s: None,
+            tpot_median_s: None,
+            peak_rss_bytes: None,
+            peak_kv_bytes: 0,
+            decode_steps_by_seqs: BTreeMap::new(),
+            full_step_fraction: None,
+            harness_fraction: None,
+            decode_step_ms_median: None,
+            prefill_step_fraction: None,
+            joules_per_token: None,
+        }
+    }
+}
+
+/// Everything derived from a run: the sheet's rows, the verdict per level and overall, and the
+/// run-wide clocks. Stored in the record (`summary`) and rendered by every format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// One row per concurrency level, in the order run.
+    pub levels: Vec<LevelSummary>,
+    /// Each level against the workload's criteria.
+    pub verdicts: Vec<LevelVerdict>,
+    pub verdict: RunVerdict,
+    /// Kernel warm-up of the first level (none when it had too few steady steps).
+    pub kernel_warmup: Option<Warmup>,
+    /// The first TTFT the process produced (first task of the first round), seconds.
+    pub first_ttft_s: Option<f64>,
+    /// Cold start as a person sees it: load + first TTFT, seconds.
+    pub cold_first_token_s: Option<f64>,
+}
+
+/// Derives the summary of a run; `headroom` is the margin a comfortable level should keep.
+pub fn summarize_run(run: &RunRecord) -> RunSummary {
+    let levels: Vec<LevelSummary> = run.levels.iter().map(summarize).collect();
+    let verdicts: Vec<LevelVerdict> = levels
+        .iter()
+        .map(|s| verdict::judge(s, &run.workload.criteria, run.config.headroom))
         .collect();
-    max(&v)
+    let verdict = verdict::overall(&verdicts, outputs_identical(run));
+    let first = run.levels.first();
+    let first_ttft_s = first.and_then(first_ttft_s);
+    RunSummary {
+        levels,
+        verdicts,
+        verdict,
+        kernel_warmup: first.and_then(kernel_warmup),
+        first_ttft_s,
+        cold_first_token_s: first_ttft_s.map(|t| t + run.load.seconds),
+    }
+}
+
+/// True when at least two levels ran and every task gave the same output in every measured
+/// round of every level (greedy decoding: the load did not change what the model said).
+pub fn outputs_identical(run: &RunRecord) -> bool {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut levels = 0;
+    for level in &run.levels {
+        let mut any = false;
+        for t in measured(level).flat_map(|r| &r.tasks) {
+            any = true;
+            if *seen.entry(&t.task).or_insert(&t.output) != t.output.as_str() {
+                return false;
+            }
+        }
+        levels += usize::from(any);
+    }
+    levels >= 2
 }
 
 #[cfg(test)]

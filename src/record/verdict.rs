@@ -1,192 +1,348 @@
 //! The "comfortable" verdict: does a concurrency level meet the workload's acceptance criteria
-//! (the user's own targets, declared in the workload before any run), and which criterion failed.
-//! Pure, unit-tested.
+//! (the user's own targets, declared in the workload before any run)? Speed and quality are
+//! judged apart, every criterion with its measured value, target and margin, so a user sees what
+//! passed as well as what failed. Pure, unit-tested.
 //!
-//! Checks: median TTFT ≤ `ttft_max_s`; the slowest job's tok/s (its median over rounds) ≥
-//! `per_job_tok_s_min`; the completion tail (p95 or slowest) ≤ `completion_max_s`; passed ÷
-//! attempted ≥ `pass_rate_min`. A missing measurement fails the check it is needed for.
+//! Speed: median TTFT ≤ `ttft_max_s`; the slowest job's tok/s (its median over rounds) ≥
+//! `per_job_tok_s_min`; the completion tail (p95 or slowest) ≤ `completion_max_s`.
+//! Quality: passed ÷ attempted ≥ `pass_rate_min`. A missing measurement fails its check.
+//! Margin (headroom): how far the value is inside its target, as a fraction of the target
+//! (`(target − v) ÷ target` for a maximum, `(v − target) ÷ target` for a minimum); the seeds'
+//! "leave headroom on purpose" flags a comfortable level whose tightest margin is below
+//! `--headroom` (default 20 %).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::summary::LevelSummary;
+pub use crate::config::run::DEFAULT_HEADROOM;
 use crate::workload::Criteria;
 
+/// What a criterion judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Aspect {
+    Speed,
+    Quality,
+}
+
+/// One criterion on one level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// What is measured, e.g. "median TTFT".
+    pub name: String,
+    pub aspect: Aspect,
+    /// The measured value in `unit` (none when it could not be measured).
+    pub value: Option<f64>,
+    /// The target in `unit`.
+    pub target: f64,
+    /// `s`, `tok/s` or `%`.
+    pub unit: String,
+    /// True when the value must stay at or below the target.
+    pub at_most: bool,
+    pub pass: bool,
+    /// Fraction of the target the value is inside it (negative when outside); none unmeasured.
+    pub margin: Option<f64>,
+}
+
+impl Check {
+    fn new(name: &str, aspect: Aspect, value: Option<f64>, target: f64, unit: &str) -> Self {
+        Self::build(name, aspect, value, target, unit, true)
+    }
+
+    fn at_least(name: &str, aspect: Aspect, value: Option<f64>, target: f64, unit: &str) -> Self {
+        Self::build(name, aspect, value, target, unit, false)
+    }
+
+    fn build(
+        name: &str,
+        aspect: Aspect,
+        value: Option<f64>,
+        target: f64,
+        unit: &str,
+        at_most: bool,
+    ) -> Self {
+        let value = value.filter(|v| v.is_finite());
+        let pass = value.is_some_and(|v| if at_most { v <= target } else { v >= target });
+        let margin = value.filter(|_| target > 0.0).map(|v| {
+            if at_most {
+                (target - v) / target
+            } else {
+                (v - target) / target
+            }
+        });
+        Self {
+            name: name.into(),
+            aspect,
+            value,
+            target,
+            unit: unit.into(),
+            at_most,
+            pass,
+            margin,
+        }
+    }
+
+    /// E.g. `median TTFT 0.14 s ≤ 1 s, 86 % headroom` or `pass rate 50 % < 80 %`.
+    pub fn describe(&self) -> String {
+        let num = |v: f64| match self.unit.as_str() {
+            "%" => format!("{v:.0} %"),
+            u => format!("{} {u}", trim(v)),
+        };
+        let Some(v) = self.value else {
+            return format!("{} n/a (target {})", self.name, num(self.target));
+        };
+        let op = match (self.at_most, self.pass) {
+            (true, true) => "≤",
+            (true, false) => ">",
+            (false, true) => "≥",
+            (false, false) => "<",
+        };
+        let head = format!("{} {} {op} {}", self.name, num(v), num(self.target));
+        match self.margin.filter(|_| self.pass) {
+            Some(m) => format!("{head}, {:.0} % headroom", m * 100.0),
+            None => head,
+        }
+    }
+}
+
+/// A figure with at most 3 significant decimals, no trailing zeros (`1`, `0.14`, `12.5`).
+fn trim(v: f64) -> String {
+    let digits = if v.abs() >= 100.0 {
+        0
+    } else if v.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// The verdict on one level.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelVerdict {
     pub jobs: usize,
+    /// Every speed check passed.
+    pub speed_ok: bool,
+    /// Every quality check passed.
+    pub quality_ok: bool,
+    /// Speed and quality both.
     pub comfortable: bool,
-    /// Each criterion that failed, with the measured value.
-    pub failed: Vec<String>,
+    /// Comfortable and the tightest margin is at least the headroom asked for.
+    pub headroom_ok: bool,
+    /// Smallest margin over the checks (none without checks or measurements).
+    pub tightest_margin: Option<f64>,
+    pub checks: Vec<Check>,
 }
 
-/// Checks one level against the criteria.
-pub fn judge(s: &LevelSummary, c: &Criteria) -> LevelVerdict {
-    let mut failed = Vec::new();
-    let fmt = |v: Option<f64>, unit: &str| v.map_or("n/a".to_string(), |v| format!("{v:.2}{unit}"));
-    if let Some(max) = c.ttft_max_s {
-        if !s.ttft_median_s.is_some_and(|v| v <= max) {
-            failed.push(format!(
-                "median TTFT {} > {max} s",
-                fmt(s.ttft_median_s, " s")
-            ));
+impl LevelVerdict {
+    /// The checks of `aspect` that failed, described.
+    pub fn failures(&self, aspect: Aspect) -> Vec<String> {
+        self.checks
+            .iter()
+            .filter(|c| c.aspect == aspect && !c.pass)
+            .map(Check::describe)
+            .collect()
+    }
+
+    /// `comfortable`, `comfortable, no headroom (…)` or `not comfortable: …`.
+    pub fn label(&self) -> String {
+        if !self.comfortable {
+            let mut bad = self.failures(Aspect::Speed);
+            bad.extend(self.failures(Aspect::Quality));
+            return format!("not comfortable: {}", bad.join("; "));
         }
+        match (self.headroom_ok, self.tightest()) {
+            (false, Some(c)) => format!("comfortable, no headroom ({})", c.describe()),
+            _ => "comfortable".into(),
+        }
+    }
+
+    fn tightest(&self) -> Option<&Check> {
+        self.checks
+            .iter()
+            .filter(|c| c.margin.is_some())
+            .min_by(|a, b| a.margin.unwrap_or(0.0).total_cmp(&b.margin.unwrap_or(0.0)))
+    }
+}
+
+/// Checks one level against the criteria; `headroom` is the margin a level should keep.
+pub fn judge(s: &LevelSummary, c: &Criteria, headroom: f64) -> LevelVerdict {
+    let mut checks = Vec::new();
+    if let Some(max) = c.ttft_max_s {
+        checks.push(Check::new(
+            "median TTFT",
+            Aspect::Speed,
+            s.ttft_median_s,
+            max,
+            "s",
+        ));
     }
     if let Some(min) = c.per_job_tok_s_min {
-        if !s.job_tok_s_slowest.is_some_and(|v| v >= min) {
-            failed.push(format!(
-                "slowest job {} < {min} tok/s",
-                fmt(s.job_tok_s_slowest, " tok/s")
-            ));
-        }
+        checks.push(Check::at_least(
+            "slowest job",
+            Aspect::Speed,
+            s.job_tok_s_slowest,
+            min,
+            "tok/s",
+        ));
     }
     if let Some(max) = c.completion_max_s {
-        if !s.completion_tail_s.is_some_and(|v| v <= max) {
-            failed.push(format!(
-                "{} completion {} > {max} s",
-                s.tail_kind,
-                fmt(s.completion_tail_s, " s")
-            ));
-        }
+        let name = format!("{} completion", s.tail_kind);
+        checks.push(Check::new(
+            &name,
+            Aspect::Speed,
+            s.completion_tail_s,
+            max,
+            "s",
+        ));
     }
     if let Some(min) = c.pass_rate_min {
-        let rate = (s.attempted > 0).then(|| s.passed as f64 / s.attempted as f64);
-        if !rate.is_some_and(|r| r >= min) {
-            let shown = rate.map_or("n/a".into(), |r| format!("{:.0} %", r * 100.0));
-            failed.push(format!("pass rate {shown} < {:.0} %", min * 100.0));
-        }
+        let rate = (s.attempted > 0).then(|| 100.0 * s.passed as f64 / s.attempted as f64);
+        checks.push(Check::at_least(
+            "pass rate",
+            Aspect::Quality,
+            rate,
+            min * 100.0,
+            "%",
+        ));
     }
+    let ok = |a: Aspect| checks.iter().filter(|c| c.aspect == a).all(|c| c.pass);
+    let (speed_ok, quality_ok) = (ok(Aspect::Speed), ok(Aspect::Quality));
+    let tightest_margin = checks
+        .iter()
+        .filter_map(|c| c.margin)
+        .min_by(f64::total_cmp);
+    let comfortable = speed_ok && quality_ok;
     LevelVerdict {
         jobs: s.jobs,
-        comfortable: failed.is_empty(),
-        failed,
+        speed_ok,
+        quality_ok,
+        comfortable,
+        headroom_ok: comfortable && tightest_margin.is_none_or(|m| m >= headroom),
+        tightest_margin,
+        checks,
     }
 }
 
-/// One line for the whole sweep: the most jobs up to which every level is comfortable.
-pub fn overall(verdicts: &[LevelVerdict]) -> String {
+/// The verdict of a whole run: the highest comfortable level on each aspect and one line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunVerdict {
+    /// Highest level whose speed checks all passed (none when none did).
+    pub speed_up_to_jobs: Option<usize>,
+    /// Highest level whose quality checks all passed.
+    pub quality_up_to_jobs: Option<usize>,
+    /// Highest level comfortable on both.
+    pub comfortable_up_to_jobs: Option<usize>,
+    /// The level with the most jobs is comfortable (what `--exit-code` gates on).
+    pub comfortable_at_highest: bool,
+    /// Greedy outputs were identical at every level, so quality cannot differ between levels.
+    pub outputs_identical: bool,
+    /// The one-line summary.
+    pub line: String,
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Judges the whole run from its level verdicts; `outputs_identical` says whether every task's
+/// output was the same at every level.
+pub fn overall(verdicts: &[LevelVerdict], outputs_identical: bool) -> RunVerdict {
     let mut sorted: Vec<&LevelVerdict> = verdicts.iter().collect();
     sorted.sort_by_key(|v| v.jobs);
-    let ok_up_to = sorted
+    let highest =
+        |f: fn(&LevelVerdict) -> bool| sorted.iter().filter(|v| f(v)).map(|v| v.jobs).max();
+    let speed = highest(|v| v.speed_ok);
+    let quality = highest(|v| v.quality_ok);
+    let comfortable = highest(|v| v.comfortable);
+    let top = sorted.last();
+    let line = match top {
+        None => "no levels measured".to_string(),
+        Some(_) => {
+            let s = aspect_line("speed", &sorted, Aspect::Speed, |v| v.speed_ok);
+            let mut q = aspect_line("quality", &sorted, Aspect::Quality, |v| v.quality_ok);
+            if outputs_identical && sorted.len() > 1 {
+                q += " (outputs identical at every level: the model's limit, not the load's)";
+            }
+            let thin: Vec<String> = sorted
+                .iter()
+                .filter(|v| v.comfortable && !v.headroom_ok)
+                .map(|v| format!("{} job{}", v.jobs, plural(v.jobs)))
+                .collect();
+            let mut line = format!("{s}; {q}");
+            if !thin.is_empty() {
+                line += &format!("; no headroom at {}", thin.join(", "));
+            }
+            line
+        }
+    };
+    RunVerdict {
+        speed_up_to_jobs: speed,
+        quality_up_to_jobs: quality,
+        comfortable_up_to_jobs: comfortable,
+        comfortable_at_highest: top.is_some_and(|v| v.comfortable),
+        outputs_identical,
+        line,
+    }
+}
+
+/// `speed comfortable at every level (up to 3 jobs)`, `speed comfortable at 1 and 2 jobs; at
+/// 3 jobs: …` or `speed not comfortable at any level: …`.
+fn aspect_line(
+    name: &str,
+    sorted: &[&LevelVerdict],
+    aspect: Aspect,
+    ok: fn(&LevelVerdict) -> bool,
+) -> String {
+    let good: Vec<usize> = sorted.iter().filter(|v| ok(v)).map(|v| v.jobs).collect();
+    let bad: Vec<&&LevelVerdict> = sorted.iter().filter(|v| !ok(v)).collect();
+    let list = |jobs: &[usize]| {
+        let parts: Vec<String> = jobs.iter().map(|j| j.to_string()).collect();
+        let n = jobs.last().copied().unwrap_or(0);
+        match parts.len() {
+            0 => String::new(),
+            1 => format!("{} job{}", parts[0], plural(n)),
+            _ => format!(
+                "{} and {} jobs",
+                parts[..parts.len() - 1].join(", "),
+                parts[parts.len() - 1]
+            ),
+        }
+    };
+    let first_bad = bad.first().map(|v| {
+        format!(
+            "at {} job{}: {}",
+            v.jobs,
+            plural(v.jobs),
+            v.failures(aspect).join("; ")
+        )
+    });
+    let judged = sorted
         .iter()
-        .take_while(|v| v.comfortable)
-        .last()
-        .map(|v| v.jobs);
-    let first_bad = sorted.iter().find(|v| !v.comfortable);
-    match (ok_up_to, first_bad) {
-        (Some(n), None) => format!("comfortable at every level tested (up to {n} jobs)"),
-        (Some(n), Some(b)) => format!(
-            "comfortable up to {n} job{}; at {} jobs: {}",
-            if n == 1 { "" } else { "s" },
-            b.jobs,
-            b.failed.join("; ")
+        .any(|v| v.checks.iter().any(|c| c.aspect == aspect));
+    if !judged {
+        return format!("{name}: no criterion declared");
+    }
+    match (good.is_empty(), first_bad) {
+        (_, None) => format!(
+            "{name} comfortable at every level (up to {} job{})",
+            good[good.len() - 1],
+            plural(good[good.len() - 1])
         ),
-        (None, Some(b)) => format!(
-            "not comfortable even at {} job{}: {}",
-            b.jobs,
-            if b.jobs == 1 { "" } else { "s" },
-            b.failed.join("; ")
-        ),
-        (None, None) => "no levels measured".into(),
+        (true, Some(b)) => format!("{name} not comfortable at any level; {b}"),
+        (false, Some(b)) => format!("{name} comfortable at {}; {b}", list(&good)),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn summary(jobs: usize) -> LevelSummary {
-        LevelSummary {
-            jobs,
-            rounds: 3,
-            attempted: 10,
-            completed: 10,
-            passed: 9,
-            failed: 1,
-            abstained: 0,
-            ttft_median_s: Some(0.4),
-            ttft_tail_s: Some(0.9),
-            completion_median_s: Some(2.0),
-            completion_tail_s: Some(3.0),
-            tail_kind: "slowest".into(),
-            job_tok_s_median: Some(30.0),
-            job_tok_s_slowest: Some(25.0),
-            aggregate_tok_s: Some(60.0),
-            prompt_tok_s: Some(200.0),
-            tpot_median_s: Some(0.03),
-            peak_rss_bytes: None,
-            peak_kv_bytes: 0,
-            decode_steps_by_seqs: Default::default(),
-            full_step_fraction: None,
-            harness_fraction: None,
-            decode_step_ms_median: None,
-            prefill_step_fraction: None,
-            joules_per_token: None,
-        }
-    }
-
-    fn criteria() -> Criteria {
-        Criteria {
-            label: "my targets".into(),
-            ttft_max_s: Some(1.0),
-            per_job_tok_s_min: Some(10.0),
-            completion_max_s: Some(5.0),
-            pass_rate_min: Some(0.8),
-        }
-    }
-
-    #[test]
-    fn comfortable_when_every_check_holds() {
-        let v = judge(&summary(1), &criteria());
-        assert!(v.comfortable, "{:?}", v.failed);
-    }
-
-    #[test]
-    fn names_each_failed_criterion() {
-        let mut s = summary(3);
-        s.ttft_median_s = Some(1.5);
-        s.job_tok_s_slowest = Some(8.0);
-        s.passed = 5;
-        let v = judge(&s, &criteria());
-        assert!(!v.comfortable);
-        assert_eq!(v.failed.len(), 3, "{:?}", v.failed);
-        assert!(v.failed[0].contains("TTFT 1.50 s > 1 s"));
-        assert!(v.failed[1].contains("8.00 tok/s < 10"));
-        assert!(v.failed[2].contains("pass rate 50 % < 80 %"));
-    }
-
-    #[test]
-    fn missing_measurement_fails_and_absent_criteria_pass() {
-        let mut s = summary(2);
-        s.ttft_median_s = None;
-        assert!(!judge(&s, &criteria()).comfortable);
-        let none = Criteria {
-            label: String::new(),
-            ttft_max_s: None,
-            per_job_tok_s_min: None,
-            completion_max_s: None,
-            pass_rate_min: None,
-        };
-        assert!(judge(&s, &none).comfortable);
-    }
-
-    #[test]
-    fn overall_names_the_first_uncomfortable_level() {
-        let ok = |jobs| LevelVerdict {
-            jobs,
-            comfortable: true,
-            failed: vec![],
-        };
-        let bad = LevelVerdict {
-            jobs: 3,
-            comfortable: false,
-            failed: vec!["median TTFT 1.2 s > 1 s".into()],
-        };
-        assert_eq!(
-            overall(&[ok(1), ok(2), bad.clone()]),
-            "comfortable up to 2 jobs; at 3 jobs: median TTFT 1.2 s > 1 s"
-        );
-        assert!(overall(std::slice::from_ref(&bad)).starts_with("not comfortable even at 3 jobs"));
-        assert!(overall(&[ok(1)]).starts_with("comfortable at every level"));
-    }
-}
+#[path = "verdict_tests.rs"]
+mod tests;

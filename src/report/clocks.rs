@@ -1,9 +1,10 @@
-//! The four clocks of one `generate` call, as text for stderr.
+//! The four clocks of one `generate` call, as text for stderr (formulas in
+//! [`crate::measure::clocks`]).
 
 use std::time::Duration;
 
 use crate::engine::generate::Generation;
-use crate::measure::stats;
+use crate::measure::{clocks, stats};
 
 /// What the clock report needs besides the generation itself.
 pub struct ClockContext<'a> {
@@ -18,39 +19,61 @@ pub struct ClockContext<'a> {
 pub fn text(ctx: &ClockContext, g: &Generation) -> String {
     use super::duration as d;
     let ms: Vec<f64> = g.steps.iter().map(|s| s.as_secs_f64() * 1e3).collect();
-    let steady = stats::median(ms.get(1..).unwrap_or(&[]));
-    let warm = match (ms.first(), steady) {
-        (Some(first), Some(med)) => format!(
-            "first decode step {first:.1} ms, steady median {med:.1} ms → {:+.1} ms",
-            first - med
+    let steady_s: Vec<f64> = ms.iter().skip(1).map(|m| m / 1e3).collect();
+    let warmup = ms
+        .first()
+        .and_then(|f| clocks::kernel_warmup(f / 1e3, &steady_s).map(|w| (f, w)));
+    let warm = match warmup {
+        Some((first, w)) => format!(
+            "first decode step {first:.1} ms, steady median {:.1} ms → {}",
+            stats::median(&ms[1..]).unwrap_or(0.0),
+            w.label()
         ),
-        _ => "n/a (needs at least 2 decode steps)".into(),
+        None => "n/a (needs at least 3 decode steps)".into(),
     };
-    let prefill_rate = g.prompt_tokens as f64 / g.prefill.as_secs_f64().max(1e-9);
+    let prefill_rate = clocks::rate_label(
+        clocks::rate(g.prompt_tokens, g.prefill.as_secs_f64()).filter(|_| !g.tokens.is_empty()),
+        "tok/s",
+    );
     let decode_total: Duration = g.steps.iter().sum();
     let decode = if g.steps.is_empty() {
-        "n/a (needs at least 2 generated tokens)".into()
+        "n/a (too few tokens: needs at least 2 generated)".into()
     } else {
         format!(
-            "{} tokens in {} → {:.1} tok/s (median step {:.1} ms, slowest {:.1} ms)",
-            g.steps.len(),
+            "{} in {} → {} (median step {:.1} ms, slowest {:.1} ms)",
+            tokens(g.steps.len()),
             d(decode_total),
-            g.steps.len() as f64 / decode_total.as_secs_f64().max(1e-9),
+            clocks::rate_label(
+                clocks::rate(g.steps.len(), decode_total.as_secs_f64()),
+                "tok/s"
+            ),
             stats::median(&ms).unwrap_or(0.0),
             stats::max(&ms).unwrap_or(0.0)
         )
     };
+    let prefill = if g.tokens.is_empty() {
+        "n/a (nothing generated)".to_string()
+    } else {
+        format!(
+            "{} in {} → {prefill_rate} (time to first token)",
+            tokens(g.prompt_tokens),
+            d(g.prefill)
+        )
+    };
     format!(
-        "clocks    {} on {}, dtype {}, {} prompt tokens, {} generated{}\n  load    {} ({} read)\n  warm-up {warm}\n  prefill {} tokens in {} → {prefill_rate:.1} tok/s (time to first token)\n  decode  {decode}\n",
+        "clocks    {} on {}, dtype {}, prompt of {}, {} generated{}\n  load    {} ({} read)\n  warm-up {warm}\n  prefill {prefill}\n  decode  {decode}\n",
         ctx.model,
         ctx.device,
         ctx.dtype,
-        g.prompt_tokens,
+        tokens(g.prompt_tokens),
         g.tokens.len(),
         if g.stopped { ", stopped at end-of-sequence" } else { "" },
         d(ctx.load),
         super::bytes(ctx.file_bytes),
-        g.prompt_tokens,
-        d(g.prefill),
     )
+}
+
+/// `1 token`, `5 tokens`.
+fn tokens(n: usize) -> String {
+    format!("{n} token{}", if n == 1 { "" } else { "s" })
 }

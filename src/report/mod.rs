@@ -2,6 +2,7 @@
 //! they never measure.
 
 pub mod clocks;
+pub mod columns;
 pub mod inspect;
 pub mod summary;
 pub mod text;

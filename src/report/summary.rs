@@ -3,22 +3,11 @@
 
 use std::fmt::Write;
 
-use super::text::Derived;
-use crate::record::summary as sheet;
-use crate::record::verdict;
+use crate::record::summary::RunSummary;
 use crate::record::RunRecord;
 
 fn secs(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.3} s"))
-}
-
-/// A signed duration in ms to 0.1 (a clock that can come out below zero when the first step
-/// was no slower than the steady median), never printing `-0.0`.
-fn signed_ms(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| {
-        let ms = (v * 1e4).round() / 10.0 + 0.0;
-        format!("{ms:+.1} ms")
-    })
 }
 
 /// Shell-quotes one argument when it needs it.
@@ -40,7 +29,7 @@ pub fn command_line(args: &[String]) -> String {
 }
 
 /// Renders the summary.
-pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
+pub fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
     let w = &run.workload;
     let mut out = String::new();
     let line = |out: &mut String, key: &str, value: String| {
@@ -50,10 +39,14 @@ pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
         &mut out,
         "task:",
         format!(
-            "{} — {} ({} tasks per job)",
+            "{} — {} ({} per job)",
             w.name,
             w.use_case,
-            w.tasks.len()
+            if w.tasks.len() == 1 {
+                "1 task".to_string()
+            } else {
+                format!("{} tasks", w.tasks.len())
+            }
         ),
     );
     line(
@@ -83,9 +76,7 @@ pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
         })
         .collect();
     line(&mut out, "quality:", quality.join("; "));
-    let first = run.levels.first();
     let load = run.load.seconds;
-    let first_ttft = first.and_then(sheet::first_ttft_s);
     let cache = run
         .load
         .page_cache
@@ -96,12 +87,13 @@ pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
         "timing:",
         format!(
             "cold {} (load {load:.3} s, {cache}; first token {}); warm TTFT {} med, {} {}; kernel warm-up {}",
-            secs(first_ttft.map(|t| t + load)),
-            secs(first_ttft),
+            secs(d.cold_first_token_s),
+            secs(d.first_ttft_s),
             secs(warm.and_then(|s| s.ttft_median_s)),
             secs(warm.and_then(|s| s.ttft_tail_s)),
             warm.map_or("tail", |s| s.tail_kind.as_str()),
-            signed_ms(first.and_then(sheet::kernel_warmup_s)),
+            d.kernel_warmup
+                .map_or("n/a (too few decode steps)".into(), |w| w.label()),
         ),
     );
     let clocks: Vec<String> = d
@@ -155,7 +147,7 @@ pub fn one_screen(run: &RunRecord, d: &Derived) -> String {
             disk.map_or("n/a".into(), super::bytes),
         ),
     );
-    line(&mut out, "verdict:", verdict::overall(&d.verdicts));
+    line(&mut out, "verdict:", d.verdict.line.clone());
     line(&mut out, "command:", command_line(&run.command));
     out
 }
@@ -171,13 +163,5 @@ mod tests {
             command_line(&args),
             r"tokfire sweep --workload 'my tasks.toml' 'it'\''s'"
         );
-    }
-
-    #[test]
-    fn signed_ms_never_prints_minus_zero() {
-        assert_eq!(signed_ms(Some(-0.00001)), "+0.0 ms");
-        assert_eq!(signed_ms(Some(-0.0013)), "-1.3 ms");
-        assert_eq!(signed_ms(Some(0.5194)), "+519.4 ms");
-        assert_eq!(signed_ms(None), "n/a");
     }
 }

@@ -1,78 +1,38 @@
-//! Renders a run record for people: the results sheet (text, Markdown or CSV), the batching
-//! proof, the verdict and the one-screen summary. Reads only the record.
+//! Renders a run record for people and scripts: the results sheet (text, Markdown or CSV, all
+//! from [`super::columns`]), the batching proof, the verdict, the one-screen summary, and the JSON
+//! summary. Reads only the record.
 
 use std::fmt::Write;
 
+use serde::Serialize;
+
+use super::columns::{self, COLUMNS, IDENTITY};
 use crate::config::run::Format;
-use crate::record::summary::{self as sheet, LevelSummary};
-use crate::record::verdict::{self, LevelVerdict};
-use crate::record::RunRecord;
+use crate::record::summary::{LevelSummary, RunSummary};
+use crate::record::{RunRecord, FORMAT};
 
-/// Everything derived from a record that renderers show.
-pub struct Derived {
-    pub levels: Vec<LevelSummary>,
-    pub verdicts: Vec<LevelVerdict>,
-}
-
-/// Computes the sheet and verdicts of a record.
-pub fn derive(run: &RunRecord) -> Derived {
-    let levels: Vec<LevelSummary> = run.levels.iter().map(sheet::summarize).collect();
-    let verdicts = levels
-        .iter()
-        .map(|s| verdict::judge(s, &run.workload.criteria))
-        .collect();
-    Derived { levels, verdicts }
-}
-
-fn f(v: Option<f64>, digits: usize) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.digits$}"))
-}
-
-fn mem(v: Option<u64>) -> String {
-    v.map_or("n/a".into(), super::bytes)
-}
-
-const COLUMNS: [&str; 11] = [
-    "jobs",
-    "done/tried",
-    "TTFT med s",
-    "compl med s",
-    "compl tail s",
-    "job tok/s med",
-    "slowest job",
-    "agg tok/s",
-    "peak mem",
-    "fails",
-    "abstain",
-];
-
-fn row(s: &LevelSummary) -> [String; 11] {
-    [
-        s.jobs.to_string(),
-        format!("{}/{}", s.completed, s.attempted),
-        f(s.ttft_median_s, 3),
-        f(s.completion_median_s, 2),
-        format!("{} ({})", f(s.completion_tail_s, 2), s.tail_kind),
-        f(s.job_tok_s_median, 1),
-        f(s.job_tok_s_slowest, 1),
-        f(s.aggregate_tok_s, 1),
-        mem(s.peak_rss_bytes),
-        s.failed.to_string(),
-        s.abstained.to_string(),
-    ]
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// The sheet as aligned text.
 fn table_text(levels: &[LevelSummary]) -> String {
-    let rows: Vec<[String; 11]> = levels.iter().map(row).collect();
-    let width = |i: usize| {
-        rows.iter()
-            .map(|r| r[i].chars().count())
-            .chain([COLUMNS[i].len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let widths: Vec<usize> = (0..COLUMNS.len()).map(width).collect();
+    let cols: Vec<_> = COLUMNS.iter().filter(|c| c.in_sheet).collect();
+    let rows: Vec<Vec<String>> = levels
+        .iter()
+        .map(|s| cols.iter().map(|c| (c.text)(s)).collect())
+        .collect();
+    let widths: Vec<usize> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([c.header.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     let line = |cells: Vec<&str>| {
         let parts: Vec<String> = cells
             .iter()
@@ -81,56 +41,73 @@ fn table_text(levels: &[LevelSummary]) -> String {
             .collect();
         parts.join("  ").trim_end().to_string() + "\n"
     };
-    let mut out = line(COLUMNS.to_vec());
+    let mut out = line(cols.iter().map(|c| c.header).collect());
     for r in &rows {
         out += &line(r.iter().map(String::as_str).collect());
     }
     out
 }
 
-fn table_md(levels: &[LevelSummary]) -> String {
+/// The formatted sheet (headers, one row per level) for HTML.
+pub fn sheet_cells(levels: &[LevelSummary]) -> (Vec<String>, Vec<Vec<String>>) {
+    let cols: Vec<_> = COLUMNS.iter().filter(|c| c.in_sheet).collect();
+    let headers = cols.iter().map(|c| c.header.to_string()).collect();
+    let rows = levels
+        .iter()
+        .map(|s| cols.iter().map(|c| (c.text)(s)).collect())
+        .collect();
+    (headers, rows)
+}
+
+/// Markdown: the identity columns, then every sheet column.
+fn table_md(run: &RunRecord, levels: &[LevelSummary]) -> String {
+    let cols: Vec<_> = COLUMNS.iter().filter(|c| c.in_sheet).collect();
+    let headers: Vec<&str> = IDENTITY
+        .iter()
+        .map(|(k, _)| *k)
+        .chain(cols.iter().map(|c| c.header))
+        .collect();
     let mut out = format!(
         "| {} |\n|{}\n",
-        COLUMNS.join(" | "),
-        "---|".repeat(COLUMNS.len())
+        headers.join(" | "),
+        "---|".repeat(headers.len())
     );
+    let id = columns::identity(run);
     for s in levels {
-        out += &format!("| {} |\n", row(s).join(" | "));
+        let cells: Vec<String> = id
+            .iter()
+            .cloned()
+            .chain(cols.iter().map(|c| (c.text)(s)))
+            .collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | ").replace('\n', " "));
     }
     out
 }
 
-fn table_csv(levels: &[LevelSummary]) -> String {
-    let head = "jobs,rounds,attempted,completed,passed,failed,abstained,ttft_median_s,ttft_tail_s,completion_median_s,completion_tail_s,tail_kind,job_tok_s_median,job_tok_s_slowest,aggregate_tok_s,prompt_tok_s,peak_rss_bytes,peak_kv_bytes,full_step_fraction,harness_fraction,decode_step_ms_median,prefill_step_fraction\n";
-    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.6}"));
-    let mut out = head.to_string();
+/// The CSV header line (identity, then every column key).
+pub fn csv_header() -> String {
+    let keys: Vec<&str> = IDENTITY
+        .iter()
+        .map(|(k, _)| *k)
+        .chain(COLUMNS.iter().map(|c| c.key))
+        .collect();
+    keys.join(",") + "\n"
+}
+
+/// CSV rows, one per level, without the header.
+pub fn csv_rows(run: &RunRecord, levels: &[LevelSummary]) -> String {
+    let id: Vec<String> = columns::identity(run)
+        .iter()
+        .map(|v| columns::csv_escape(v))
+        .collect();
+    let mut out = String::new();
     for s in levels {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            s.jobs,
-            s.rounds,
-            s.attempted,
-            s.completed,
-            s.passed,
-            s.failed,
-            s.abstained,
-            o(s.ttft_median_s),
-            o(s.ttft_tail_s),
-            o(s.completion_median_s),
-            o(s.completion_tail_s),
-            s.tail_kind,
-            o(s.job_tok_s_median),
-            o(s.job_tok_s_slowest),
-            o(s.aggregate_tok_s),
-            o(s.prompt_tok_s),
-            s.peak_rss_bytes.map_or(String::new(), |b| b.to_string()),
-            s.peak_kv_bytes,
-            o(s.full_step_fraction),
-            o(s.harness_fraction),
-            o(s.decode_step_ms_median),
-            o(s.prefill_step_fraction),
-        );
+        let cells: Vec<String> = id
+            .iter()
+            .cloned()
+            .chain(COLUMNS.iter().map(|c| columns::csv_value(&(c.value)(s))))
+            .collect();
+        out += &(cells.join(",") + "\n");
     }
     out
 }
@@ -147,11 +124,10 @@ fn batching(levels: &[LevelSummary]) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "  {} job{}: {} over {} steps, {} carried all {}; decode-only step {} med; prefill steps {} of wall; harness {}",
-            s.jobs,
-            if s.jobs == 1 { " " } else { "s" },
+            "  {:<7} {} over {}, {} carried all {}; decode-only step {} med; prefill steps {} of wall; harness {}",
+            plural(s.jobs, "job") + ":",
             hist.join(" "),
-            total,
+            plural(total, "step"),
             pct(s.full_step_fraction, 0),
             s.jobs,
             s.decode_step_ms_median
@@ -168,36 +144,117 @@ fn pct(v: Option<f64>, digits: usize) -> String {
     v.map_or("n/a".into(), |v| format!("{:.digits$} %", v * 100.0))
 }
 
-fn verdicts(run: &RunRecord, d: &Derived) -> String {
-    let mut out = format!("verdict ({}):\n", run.workload.criteria.label);
+/// Per level: the verdict label, then speed and quality with every check's value and margin.
+pub fn verdict_lines(run: &RunRecord, d: &RunSummary) -> Vec<String> {
+    use crate::record::verdict::Aspect;
+    let mut out = Vec::new();
     for v in &d.verdicts {
-        let what = if v.comfortable {
-            "comfortable".to_string()
-        } else {
-            format!("not comfortable: {}", v.failed.join("; "))
-        };
-        let _ = writeln!(
-            out,
-            "  {} job{}: {what}",
-            v.jobs,
-            if v.jobs == 1 { " " } else { "s" }
-        );
+        out.push(format!("{:<7} {}", plural(v.jobs, "job") + ":", v.label()));
+        for (aspect, name) in [(Aspect::Speed, "speed"), (Aspect::Quality, "quality")] {
+            let checks: Vec<String> = v
+                .checks
+                .iter()
+                .filter(|c| c.aspect == aspect)
+                .map(|c| c.describe())
+                .collect();
+            if !checks.is_empty() {
+                out.push(format!("          {name:<8}{}", checks.join("; ")));
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push(format!("no levels measured ({})", run.status.label()));
     }
     out
 }
 
+fn verdicts(run: &RunRecord, d: &RunSummary) -> String {
+    let mut out = format!(
+        "verdict ({}; headroom {:.0} %):\n",
+        run.workload.criteria.label,
+        run.config.headroom * 100.0
+    );
+    for l in verdict_lines(run, d) {
+        let _ = writeln!(out, "  {l}");
+    }
+    out
+}
+
+/// The JSON summary of a run: provenance, config and derived figures, no raw samples.
+#[derive(Serialize)]
+struct JsonRun<'a> {
+    tokfire_results: u32,
+    id: &'a str,
+    started_utc: &'a str,
+    status: &'a crate::record::RunStatus,
+    command: &'a [String],
+    config: &'a crate::config::run::RunConfig,
+    build: &'a crate::measure::provenance::Build,
+    machine: &'a crate::measure::provenance::Machine,
+    runtime: &'a crate::config::RuntimeInfo,
+    scheduler: &'a crate::engine::scheduler::SchedulerConfig,
+    model: &'a crate::record::ModelInfo,
+    workload: JsonWorkload<'a>,
+    load: &'a crate::record::LoadClock,
+    energy_na: &'a Option<String>,
+    summary: &'a RunSummary,
+}
+
+#[derive(Serialize)]
+struct JsonWorkload<'a> {
+    name: &'a str,
+    version: u32,
+    hash: &'a str,
+    source: &'a str,
+    locked: bool,
+    tasks: usize,
+    criteria: &'a crate::workload::Criteria,
+}
+
+/// The run as the JSON summary (`--format json`).
+pub fn json_summary(run: &RunRecord, d: &RunSummary) -> serde_json::Value {
+    let w = &run.workload;
+    let j = JsonRun {
+        tokfire_results: FORMAT,
+        id: &run.id,
+        started_utc: &run.started_utc,
+        status: &run.status,
+        command: &run.command,
+        config: &run.config,
+        build: &run.build,
+        machine: &run.machine,
+        runtime: &run.runtime,
+        scheduler: &run.scheduler,
+        model: &run.model,
+        workload: JsonWorkload {
+            name: &w.name,
+            version: w.version,
+            hash: &w.hash,
+            source: &w.source,
+            locked: w.locked,
+            tasks: w.tasks.len(),
+            criteria: &w.criteria,
+        },
+        load: &run.load,
+        energy_na: &run.energy_na,
+        summary: d,
+    };
+    serde_json::to_value(j).expect("summaries serialize; this is a bug")
+}
+
 /// The full stdout rendering in `format`.
 pub fn render(run: &RunRecord, format: Format) -> String {
-    let d = derive(run);
+    let d = run.summary();
     match format {
-        Format::Json => {
+        Format::Json => pretty(&json_summary(run, &d)),
+        Format::JsonFull => {
             serde_json::to_string_pretty(run).expect("records serialize; this is a bug") + "\n"
         }
-        Format::Csv => table_csv(&d.levels),
+        Format::Csv => csv_header() + &csv_rows(run, &d.levels),
         Format::Md => format!(
             "{}\n\n{}\n```\n{}{}```\n\n```\n{}```\n",
             header(run),
-            table_md(&d.levels),
+            table_md(run, &d.levels),
             batching(&d.levels),
             verdicts(run, &d),
             super::summary::one_screen(run, &d)
@@ -213,17 +270,22 @@ pub fn render(run: &RunRecord, format: Format) -> String {
     }
 }
 
-fn header(run: &RunRecord) -> String {
+/// A JSON value, pretty, with a final newline.
+pub fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).expect("JSON values serialize; this is a bug") + "\n"
+}
+
+/// The sheet's first line: what ran, where, how often.
+pub fn header(run: &RunRecord) -> String {
     let c = &run.config;
     format!(
-        "tokfire {} · workload {} v{} · model {} · {} · {} measured round{} + {} warm-up per level",
+        "tokfire {} · workload {} v{} · model {} · {} · {} + {} per level",
         c.verb,
         run.workload.name,
         run.workload.version,
         c.model.model,
         run.runtime,
-        c.rounds,
-        if c.rounds == 1 { "" } else { "s" },
-        c.warmup_rounds
+        plural(c.rounds, "measured round"),
+        plural(c.warmup_rounds, "warm-up round"),
     )
 }

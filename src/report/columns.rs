@@ -1,0 +1,222 @@
+//! The one column table: every figure of the results sheet defined once — its key (the name in
+//! JSON and CSV, unit included), its short header, its definition and its formatter. Text,
+//! Markdown, CSV, the JSON summary's keys and `--help` are all generated from [`COLUMNS`] (the
+//! pattern of llama-bench's `get_fields`). Identity columns ([`IDENTITY`]) tell rows of
+//! different runs apart once pasted together.
+
+use crate::record::summary::LevelSummary;
+use crate::record::RunRecord;
+
+/// A cell's raw value, before formatting.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Count(u64),
+    /// A measured figure in the column's unit (none when it could not be measured).
+    Num(Option<f64>),
+    Text(String),
+}
+
+/// One figure of the sheet.
+pub struct Column {
+    /// Name in JSON and CSV (the [`LevelSummary`] field), unit included.
+    pub key: &'static str,
+    /// Header in text and Markdown.
+    pub header: &'static str,
+    /// What it measures, for `--help`.
+    pub definition: &'static str,
+    /// Shown in the text sheet (CSV and JSON carry every column).
+    pub in_sheet: bool,
+    /// The raw value.
+    pub value: fn(&LevelSummary) -> Value,
+    /// The text cell.
+    pub text: fn(&LevelSummary) -> String,
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.digits$}"))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{:.0} %", v * 100.0))
+}
+
+fn bytes(v: Option<u64>) -> String {
+    v.map_or("n/a".into(), super::bytes)
+}
+
+macro_rules! count {
+    ($key:literal, $header:literal, $sheet:expr, $def:literal, $field:ident) => {
+        Column {
+            key: $key,
+            header: $header,
+            definition: $def,
+            in_sheet: $sheet,
+            value: |s| Value::Count(s.$field as u64),
+            text: |s| s.$field.to_string(),
+        }
+    };
+}
+
+macro_rules! figure {
+    ($key:literal, $header:literal, $sheet:expr, $def:literal, $field:ident, $text:expr) => {
+        Column {
+            key: $key,
+            header: $header,
+            definition: $def,
+            in_sheet: $sheet,
+            value: |s| Value::Num(s.$field),
+            text: |s| ($text)(s.$field),
+        }
+    };
+}
+
+/// Every per-level figure, in sheet order.
+pub const COLUMNS: &[Column] = &[
+    count!("jobs", "jobs", true, "concurrent jobs (independent clients of the one engine)", jobs),
+    count!("completed", "done", true, "tasks that ended with an answer (pass or fail), abstentions excluded", completed),
+    count!("attempted", "tried", true, "tasks started in the measured rounds", attempted),
+    figure!("ttft_median_s", "TTFT med s", true, "time to first token: submission of a task -> its first output token (queue + prefill), median", ttft_median_s, |v| num(v, 3)),
+    figure!("ttft_tail_s", "TTFT tail s", false, "TTFT tail: p95 with >= 20 samples, else the slowest", ttft_tail_s, |v| num(v, 3)),
+    figure!("completion_median_s", "compl med s", true, "completion: submission -> last token of the task (all turns for tool agents), median", completion_median_s, |v| num(v, 2)),
+    Column {
+        key: "completion_tail_s",
+        header: "compl tail s",
+        definition: "completion tail: p95 with >= 20 samples, else the slowest (tail_kind says which)",
+        in_sheet: true,
+        value: |s| Value::Num(s.completion_tail_s),
+        text: |s| format!("{} ({})", num(s.completion_tail_s, 2), s.tail_kind),
+    },
+    Column {
+        key: "tail_kind",
+        header: "tail",
+        definition: "p95 or slowest: which tail the tail columns show",
+        in_sheet: false,
+        value: |s| Value::Text(s.tail_kind.clone()),
+        text: |s| s.tail_kind.clone(),
+    },
+    figure!("job_tok_s_median", "job tok/s med", true, "per-job tok/s: a job's output tokens / (its last finish - its first submission), per round; median over (job, round)", job_tok_s_median, |v| num(v, 1)),
+    figure!("job_tok_s_slowest", "slowest job tok/s", true, "the slowest job: smallest per-job median over rounds", job_tok_s_slowest, |v| num(v, 1)),
+    figure!("aggregate_tok_s", "agg tok/s", true, "aggregate: all output tokens of a round / the round's wall window, median over rounds", aggregate_tok_s, |v| num(v, 1)),
+    figure!("prompt_tok_s", "prefill tok/s", false, "prefill clock: first-turn prompt tokens / (first token - admission), median over tasks", prompt_tok_s, |v| num(v, 0)),
+    figure!("tpot_median_s", "TPOT med ms", false, "decode clock, time per output token: (completion - TTFT) / (output tokens - 1), median over tasks", tpot_median_s, |v: Option<f64>| num(v.map(|t| t * 1e3), 1)),
+    Column {
+        key: "peak_rss_bytes",
+        header: "peak mem",
+        definition: "peak resident memory over the level (VmHWM, reset at its start), bytes",
+        in_sheet: true,
+        value: |s| Value::Num(s.peak_rss_bytes.map(|b| b as f64)),
+        text: |s| bytes(s.peak_rss_bytes),
+    },
+    Column {
+        key: "peak_kv_bytes",
+        header: "KV peak",
+        definition: "KV peak: largest KV-cache bytes held at once in the level",
+        in_sheet: false,
+        value: |s| Value::Count(s.peak_kv_bytes),
+        text: |s| bytes(Some(s.peak_kv_bytes)),
+    },
+    count!("failed", "fails", true, "validation failures: answers that failed their checks (a fast failure is still a failure)", failed),
+    count!("abstained", "abstain", true, "abstain: the model declined or ran out of tokens where the task allows it; neither pass nor fail", abstained),
+    count!("passed", "passed", false, "answers that passed every check", passed),
+    count!("rounds", "rounds", false, "measured rounds (warm-up excluded)", rounds),
+    figure!("full_step_fraction", "full steps", false, "fraction of decode steps that carried every job's sequence (proof of batching)", full_step_fraction, pct),
+    figure!("decode_step_ms_median", "decode step ms", false, "median forward time of steps without prompt tokens, ms", decode_step_ms_median, |v| num(v, 1)),
+    figure!("prefill_step_fraction", "prefill steps", false, "wall share of steps that carried prompt tokens (each stalls every running job's next token)", prefill_step_fraction, pct),
+    figure!("harness_fraction", "harness", false, "wall time outside forward passes / wall time", harness_fraction, pct),
+    figure!("joules_per_token", "J/token", false, "CPU package energy per output token, joules (n/a without a counter)", joules_per_token, |v| num(v, 3)),
+];
+
+/// Columns that identify the run a row comes from.
+pub const IDENTITY: &[(&str, &str)] = &[
+    ("run_id", "the run's id in its results file"),
+    ("model", "what --model named"),
+    ("model_sha256", "first 12 hex digits of the weights' sha256"),
+    ("workload", "workload name@version"),
+    (
+        "workload_sha256",
+        "first 12 hex digits of the workload's content hash",
+    ),
+    ("git_commit", "commit of the tokfire build"),
+    ("device", "compute device"),
+    ("kernels", "quantized-matmul kernels that ran"),
+    ("threads", "compute threads"),
+];
+
+fn short(hash: &str) -> String {
+    hash.chars().take(12).collect()
+}
+
+/// The identity values of a run, in [`IDENTITY`] order.
+pub fn identity(run: &RunRecord) -> Vec<String> {
+    vec![
+        run.id.clone(),
+        run.config.model.model.clone(),
+        short(&run.model.sha256),
+        format!("{}@{}", run.workload.name, run.workload.version),
+        short(&run.workload.hash),
+        run.build.git_commit.clone(),
+        run.runtime.device.clone(),
+        run.runtime.kernels.clone(),
+        run.runtime.threads.to_string(),
+    ]
+}
+
+/// A value as CSV wants it: plain numbers (full precision), empty when unmeasured.
+pub fn csv_value(v: &Value) -> String {
+    match v {
+        Value::Count(n) => n.to_string(),
+        Value::Num(x) => x.map_or(String::new(), |x| format!("{x}")),
+        Value::Text(t) => csv_escape(t),
+    }
+}
+
+/// Quotes a CSV field when it holds a comma, quote or newline.
+pub fn csv_escape(t: &str) -> String {
+    if t.contains([',', '"', '\n']) {
+        format!("\"{}\"", t.replace('"', "\"\""))
+    } else {
+        t.to_string()
+    }
+}
+
+/// The definitions of every column, for `--help`.
+pub fn help() -> String {
+    let width = COLUMNS.iter().map(|c| c.header.len()).max().unwrap_or(0);
+    let mut out = String::from("Sheet columns (CSV/JSON key in brackets):\n");
+    for c in COLUMNS {
+        out += &format!("  {:<width$}  {} [{}]\n", c.header, c.definition, c.key);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_a_summary_field_with_the_same_value() {
+        let mut s = LevelSummary::empty(2);
+        s.ttft_median_s = Some(0.25);
+        s.attempted = 7;
+        let json = serde_json::to_value(&s).expect("serializes");
+        for c in COLUMNS {
+            let field = json
+                .get(c.key)
+                .unwrap_or_else(|| panic!("column {} is not a summary field", c.key));
+            let same = match (c.value)(&s) {
+                Value::Count(n) => field.as_u64() == Some(n),
+                Value::Num(None) => field.is_null(),
+                Value::Num(Some(x)) => field.as_f64() == Some(x),
+                Value::Text(t) => field.as_str() == Some(t.as_str()),
+            };
+            assert!(same, "column {} disagrees with the summary", c.key);
+        }
+    }
+
+    #[test]
+    fn csv_escapes_only_what_needs_it() {
+        assert_eq!(csv_escape("a,b"), "\"a,b\"");
+        assert_eq!(csv_escape("plain"), "plain");
+        assert_eq!(csv_value(&Value::Num(None)), "");
+    }
+}

@@ -10,32 +10,63 @@ use crate::config::{SamplingConfig, WeightDType};
 /// Name of the model used when `--model` is not given.
 pub const DEFAULT_MODEL: &str = "smollm2-135m-instruct-q4_1";
 
-const CLOCKS: &str = "Clocks (stderr):
-  load     open + read + build weights and tokenizer (fetching a missing model is not counted)
-  warm-up  first decode step minus the median of the later steps (first use of a shape)
-  prefill  prompt tokens through the model up to the first token (time to first token)
-  decode   every later token, one forward + sample each; tok/s = tokens / summed step time";
+/// `generate --help`: the clocks and examples.
+fn generate_help() -> String {
+    format!(
+        "Clocks (stderr):\n{}\n\nExamples:\n  tokfire generate --chat 'What is the capital of France?'\n  tokfire generate --prompt 'def fib(n):' -n 128 --threads 2\n  tokfire generate --model my.gguf --chat 'Hi' --temperature 0.7 --seed 1\n",
+        crate::measure::clocks::DEFINITIONS
+    )
+}
 
-const SHEET: &str =
-    "Each job submits the workload's tasks one after another to the one shared engine.
-Per level: warm-up round(s), then measured rounds; statistics use measured rounds only.
-  TTFT         submission of a task -> its first output token (queue + prefill)
-  completion   submission -> last token of the task (all turns for tool agents)
-  TPOT         (completion - TTFT) / (output tokens - 1)
-  job tok/s    a job's output tokens / (its last finish - its first submission), per round;
-               'slowest job' is the smallest per-job median over rounds
-  agg tok/s    all output tokens of a round / the round's wall window (median over rounds)
-  done/tried   tasks that answered (pass or fail) / tasks started; fails = validation failures
+const TERMS: &str = "Terms:
+  job          an independent client: it submits the workload's tasks one after another (closed
+               loop) to the one shared engine; N jobs run concurrently and the engine batches them
+  warm-up      rounds run first at every level and kept apart from the statistics
+  cold / warm  cold: the first request of the process (load + first TTFT); warm: later requests
   tail         p95 with >= 20 samples, else the slowest sample
-  peak mem     VmHWM over the level (reset at its start)
+  abstain      an answer that declined (or ran out of tokens where the task allows it): neither
+               pass nor fail
+  KV peak      largest KV-cache bytes held at once
+  TPOT         time per output token after the first
+  headroom     how far a figure is inside its target, as a fraction of the target
 Batching: decode steps by sequences carried (what the scheduler really did); decode-only step =
 median forward time of steps without prompt tokens; prefill steps = wall share of steps that
 carried prompt tokens (each stalls every running job's next token); harness = wall time outside
 forward passes.
-Clocks: load = open + read + build weights (page-cache state from mincore); kernel warm-up =
-first pure-decode step minus the steady median of that shape; prefill = prompt -> first token
-(prompt tok/s); decode = every later token (TPOT). The verdict checks each level against the
-workload's declared acceptance criteria (your own targets).";
+Verdict: each level against the workload's declared acceptance criteria (your own targets),
+speed (TTFT, slowest job, completion tail) and quality (pass rate) apart, each with its margin;
+a comfortable level whose tightest margin is under --headroom is flagged 'no headroom'.";
+
+/// `run`/`sweep --help`: columns, clocks, terms and examples.
+fn bench_help(examples: &str) -> String {
+    format!(
+        "{}\nClocks:\n{}\n\n{TERMS}\n\nExamples:\n{examples}",
+        crate::report::columns::help(),
+        crate::measure::clocks::DEFINITIONS
+    )
+}
+
+fn run_help() -> String {
+    bench_help(
+        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n",
+    )
+}
+
+fn sweep_help() -> String {
+    bench_help(
+        "  tokfire sweep                                  # chat at 1, 2 and 3 jobs\n  tokfire sweep --workload agent --jobs 1,2,4 --format json\n  tokfire sweep --out-dir ~/bench --trace trace.json\n",
+    )
+}
+
+const REPORT_HELP: &str = "Examples:
+  tokfire report results/sweep-chat.json                 # the last run, as `sweep` printed it
+  tokfire report results/sweep-chat.json --all --format csv > all.csv
+  tokfire report results/sweep-chat.json --run ID --html report.html";
+
+const INSPECT_HELP: &str = "Examples:
+  tokfire inspect
+  tokfire inspect my-model.gguf --json
+  tokfire inspect --tokenize 'Hello world'";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -51,15 +82,16 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Generate text from one prompt and show the four clocks of that call.
-    #[command(after_long_help = CLOCKS)]
+    #[command(after_help = "Examples: tokfire generate --chat 'Hi'   (--help: the clocks)", after_long_help = generate_help())]
     Generate(GenerateArgs),
     /// Describe a model file: architecture, quantization, shape, tokenizer, chat template.
+    #[command(after_help = INSPECT_HELP)]
     Inspect(InspectArgs),
     /// One configuration, one workload, N concurrent jobs: warm-up and measured rounds, results sheet.
-    #[command(after_long_help = SHEET)]
+    #[command(after_help = "Example: tokfire run --jobs 2   (--help: every column, clock and term defined)", after_long_help = run_help())]
     Run(RunArgs),
     /// The same workload at 1, 2 and 3 concurrent jobs (identical settings), sheet and verdict.
-    #[command(after_long_help = SHEET)]
+    #[command(after_help = "Example: tokfire sweep --workload code   (--help: every column, clock and term defined)", after_long_help = sweep_help())]
     Sweep(SweepArgs),
     /// Two configurations differing in one variable, interleaved (not yet available).
     Ab(Pending),
@@ -69,8 +101,9 @@ pub enum Command {
     Session(Pending),
     /// Compare two saved result files (not yet available).
     Compare(Pending),
-    /// Re-render saved results (not yet available).
-    Report(Pending),
+    /// Re-render saved runs from a results file: text, Markdown, CSV, JSON or an HTML page.
+    #[command(after_help = REPORT_HELP)]
+    Report(ReportArgs),
 }
 
 /// Arguments of verbs that are not built yet; accepted so the verb can say so.
@@ -198,9 +231,12 @@ pub struct BenchArgs {
     pub max_tokens: Option<usize>,
     #[command(flatten)]
     pub sampling: SamplingArgs,
-    /// Results file the run is appended to [default: results/VERB-WORKLOAD.json].
+    /// Results file the run is appended to [default: OUT_DIR/VERB-WORKLOAD.json].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Folder of the default results file (and its .txt log).
+    #[arg(long, env = "TOKFIRE_OUT", default_value = "results")]
+    pub out_dir: PathBuf,
     /// What stdout shows.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -248,4 +284,25 @@ pub struct InspectArgs {
     /// Print the token ids of TEXT (like llama.cpp's llama-tokenize).
     #[arg(long, value_name = "TEXT")]
     pub tokenize: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results file written by `run` or `sweep`.
+    pub record: PathBuf,
+    /// The run with this id (see `--all --format csv`, first column).
+    #[arg(long, conflicts_with_all = ["last", "all"])]
+    pub run: Option<String>,
+    /// The last run of the file (the default).
+    #[arg(long)]
+    pub last: bool,
+    /// Every run of the file, oldest first.
+    #[arg(long, conflicts_with = "last")]
+    pub all: bool,
+    /// What stdout shows.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Also write one self-contained HTML page (sheet, request timeline, distributions, plots).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }

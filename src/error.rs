@@ -20,6 +20,8 @@ pub enum ConfigError {
     },
     #[error("the embedded model manifest is invalid: {0}; this is a bug")]
     Manifest(String),
+    #[error("verdict not comfortable at the highest level run (--exit-code): {line}")]
+    NotComfortable { line: String },
     #[error("`tokfire {verb}` is not yet available in this version; `tokfire generate` and `tokfire inspect` work")]
     NotYetAvailable { verb: String },
 }
@@ -75,6 +77,9 @@ pub enum EngineError {
     Candle(#[from] candle_core::Error),
     #[error("{0}")]
     Invalid(String),
+    /// A stop was requested (SIGINT or SIGTERM) between two engine steps.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl ModelError {

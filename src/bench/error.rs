@@ -21,6 +21,12 @@ pub enum BenchError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error("interrupted by {signal}; {} kept in {out}, marked interrupted", rounds_kept(*.rounds))]
+    Interrupted {
+        signal: String,
+        out: std::path::PathBuf,
+        rounds: usize,
+    },
     #[error("{source}\n(the run failed; the rounds it finished are kept in {out}, marked failed)")]
     Saved {
         out: std::path::PathBuf,
@@ -37,5 +43,13 @@ impl From<crate::workload::WorkloadError> for BenchError {
 impl From<ModelError> for BenchError {
     fn from(e: ModelError) -> Self {
         Self::Model(Box::new(e))
+    }
+}
+
+fn rounds_kept(n: usize) -> String {
+    match n {
+        0 => "no round had finished; the run is".into(),
+        1 => "the 1 round it finished is".into(),
+        n => format!("the {n} rounds it finished are"),
     }
 }

@@ -4,6 +4,7 @@
 //! here into raw samples (per task and per step) for the record.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::config::SamplingConfig;
@@ -22,6 +23,8 @@ pub struct RoundSetup<'a> {
     pub sampling: SamplingConfig,
     /// Caps each task's output limit.
     pub max_tokens: Option<usize>,
+    /// Non-zero once a stop is requested (the signal number); checked before every step.
+    pub stop: Option<&'a AtomicUsize>,
 }
 
 /// A finished round: its samples, the raw events (for a trace) and the KV high-water mark.
@@ -189,7 +192,14 @@ pub fn run_round(
         d.start_next(j)?;
     }
     let (mut seen, mut finished_tasks, mut peak_kv) = (0, 0, 0u64);
-    while d.engine.step()? {
+    let stopped = || setup.stop.is_some_and(|s| s.load(Ordering::Relaxed) != 0);
+    loop {
+        if stopped() {
+            return Err(EngineError::Interrupted);
+        }
+        if !d.engine.step()? {
+            break;
+        }
         peak_kv = peak_kv.max(d.engine.kv_bytes() as u64);
         let ended: Vec<(RequestId, FinishReason)> = d.engine.events()[seen..]
             .iter()

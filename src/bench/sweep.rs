@@ -8,7 +8,10 @@ use super::round::{render, run_round, RoundOutput, RoundSetup};
 use crate::bench::error::BenchError;
 use crate::bench::trace::Trace;
 use crate::config::run::RunConfig;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::engine::scheduler::SchedulerConfig;
+use crate::error::EngineError;
 use crate::measure::energy::EnergyMeter;
 use crate::measure::provenance::{Build, Machine};
 use crate::measure::{memory, pagecache};
@@ -17,40 +20,25 @@ use crate::record::io::RecordWriter;
 use crate::record::{LevelRecord, LoadClock, ModelInfo, RunRecord, RunStatus};
 use crate::workload::{self, Workload};
 
-/// Runs `cfg`, recording to `cfg.out`. The record is returned (also when saved as failed, the
-/// error is returned instead).
+/// What a run reports to its caller while it goes.
+pub struct Hooks<'a> {
+    pub progress: &'a mut Progress,
+    /// Non-zero (the signal number) once SIGINT or SIGTERM asked the run to stop.
+    pub stop: Option<&'a AtomicUsize>,
+    /// Called once with the final record: complete, failed or interrupted.
+    pub finished: &'a mut dyn FnMut(&RunRecord),
+}
+
+/// Runs `cfg`, recording to `cfg.out`. A bad workload or `--out` fails before anything is
+/// recorded; any later failure (device, model, engine) and an interruption are saved in the
+/// record with the rounds finished, and the error is returned.
 pub fn run(
     cfg: &RunConfig,
     command: Vec<String>,
-    progress: &mut Progress,
+    hooks: Hooks<'_>,
 ) -> Result<RunRecord, BenchError> {
     let workload = workload::load(&cfg.workload)?;
     let writer = RecordWriter::open(&cfg.out)?;
-    let runtime = super::runtime(cfg)?;
-    let path = model::resolve(&cfg.model)?;
-    let files = weight_files(&path);
-    let file_refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
-    let page_cache = pagecache::residency(&file_refs);
-    let disk_before = memory::disk_read_bytes();
-    let loaded = model::load(&cfg.model)?;
-    let load = LoadClock {
-        seconds: loaded.load_time.as_secs_f64(),
-        page_cache,
-        disk_read_bytes: disk_before
-            .zip(memory::disk_read_bytes())
-            .map(|(a, b)| b - a),
-    };
-    for task in &workload.tasks {
-        render(&loaded, workload::TaskRun::new(task).prompt())?;
-    }
-    let energy = EnergyMeter::open();
-    let model = model_info(&loaded, &path)?;
-    let scheduler = SchedulerConfig {
-        max_seqs: cfg.engine.max_seqs,
-        max_batch_tokens: cfg.engine.max_batch_tokens,
-        prefill_chunk: cfg.engine.prefill_chunk,
-        kv_budget_tokens: cfg.engine.kv_budget.tokens(model.kv_bytes_per_token),
-    };
     let mut record = RunRecord {
         id: format!(
             "{}-{}",
@@ -63,37 +51,98 @@ pub fn run(
         config: cfg.clone(),
         build: Build::current(),
         machine: Machine::current(),
-        runtime,
-        scheduler,
-        model,
+        runtime: Default::default(),
+        scheduler: Default::default(),
+        model: Default::default(),
         workload: workload.clone(),
-        load,
-        energy_na: energy.as_ref().err().cloned(),
+        load: Default::default(),
+        energy_na: None,
         levels: Vec::new(),
         summary: None,
     };
     writer.save(&record)?;
-    let result = levels(
-        cfg,
-        &loaded,
-        &workload,
-        energy.ok().as_ref(),
-        &mut record,
-        &writer,
-        progress,
-    );
-    progress.finish();
+    let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {
+        writer.save(&record)?;
+        levels(
+            cfg,
+            &loaded,
+            &workload,
+            energy.as_ref(),
+            &mut record,
+            &writer,
+            hooks.progress,
+            hooks.stop,
+        )
+    });
+    hooks.progress.finish();
     record.status = match &result {
         Ok(()) => RunStatus::Complete,
+        Err(BenchError::Engine(EngineError::Interrupted)) => RunStatus::Interrupted {
+            signal: signal_name(hooks.stop.map_or(0, |s| s.load(Ordering::Relaxed))),
+        },
         Err(e) => RunStatus::Failed {
             error: e.to_string(),
         },
     };
     writer.save(&record)?;
-    result.map(|()| record).map_err(|e| BenchError::Saved {
-        out: cfg.out.clone(),
-        source: Box::new(e),
-    })
+    (hooks.finished)(&record);
+    match result {
+        Ok(()) => Ok(record),
+        Err(BenchError::Engine(EngineError::Interrupted)) => Err(BenchError::Interrupted {
+            signal: signal_name(hooks.stop.map_or(0, |s| s.load(Ordering::Relaxed))),
+            out: cfg.out.clone(),
+            rounds: record.levels.iter().map(|l| l.rounds.len()).sum(),
+        }),
+        Err(e) => Err(BenchError::Saved {
+            out: cfg.out.clone(),
+            source: Box::new(e),
+        }),
+    }
+}
+
+/// `SIGINT`, `SIGTERM` or `signal N`.
+fn signal_name(n: usize) -> String {
+    match n as i32 {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+/// Everything before the first round: runtime, model (load clock, page-cache state), prompts
+/// rendered once, energy meter; fills the record's provenance as it goes.
+fn prepare(
+    cfg: &RunConfig,
+    workload: &Workload,
+    record: &mut RunRecord,
+) -> Result<(Loaded, Option<EnergyMeter>), BenchError> {
+    record.runtime = super::runtime(cfg)?;
+    let path = model::resolve(&cfg.model)?;
+    let files = weight_files(&path);
+    let file_refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
+    let page_cache = pagecache::residency(&file_refs);
+    let disk_before = memory::disk_read_bytes();
+    let loaded = model::load(&cfg.model)?;
+    record.load = LoadClock {
+        seconds: loaded.load_time.as_secs_f64(),
+        page_cache,
+        disk_read_bytes: disk_before
+            .zip(memory::disk_read_bytes())
+            .map(|(a, b)| b.saturating_sub(a)),
+    };
+    record.model = model_info(&loaded, &path)?;
+    record.scheduler = SchedulerConfig {
+        max_seqs: cfg.engine.max_seqs,
+        max_batch_tokens: cfg.engine.max_batch_tokens,
+        prefill_chunk: cfg.engine.prefill_chunk,
+        kv_budget_tokens: cfg.engine.kv_budget.tokens(record.model.kv_bytes_per_token),
+    };
+    for task in &workload.tasks {
+        render(&loaded, workload::TaskRun::new(task).prompt())?;
+    }
+    let energy = EnergyMeter::open();
+    record.energy_na = energy.as_ref().err().cloned();
+    Ok((loaded, energy.ok()))
 }
 
 fn levels(
@@ -104,6 +153,7 @@ fn levels(
     record: &mut RunRecord,
     writer: &RecordWriter,
     progress: &mut Progress,
+    stop: Option<&AtomicUsize>,
 ) -> Result<(), BenchError> {
     let setup = RoundSetup {
         loaded,
@@ -111,6 +161,7 @@ fn levels(
         scheduler: record.scheduler,
         sampling: cfg.sampling.clone(),
         max_tokens: cfg.max_tokens,
+        stop,
     };
     let per_level = cfg.warmup_rounds + cfg.rounds;
     let mut trace = cfg.trace.as_ref().map(|_| Trace::new());

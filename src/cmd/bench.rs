@@ -1,11 +1,14 @@
 //! `tokfire run` and `tokfire sweep`: arguments → [`RunConfig`], the benchmark, then the sheet on
 //! stdout and the record path on stderr.
 
-use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Arc;
 
 use crate::bench::progress::Progress;
+use crate::bench::sweep::Hooks;
 use crate::cli::BenchArgs;
 use crate::config::run::{EngineSettings, KvBudget, RunConfig};
+use crate::record::RunRecord;
 use crate::report;
 
 /// Builds and validates the config of `verb` over `jobs` levels.
@@ -33,7 +36,7 @@ pub fn config(
         out: args
             .out
             .clone()
-            .unwrap_or_else(|| default_out(verb, &args.workload)),
+            .unwrap_or_else(|| args.out_dir.join(default_name(verb, &args.workload))),
         format: args.format,
         trace: args.trace.clone(),
         headroom: args.headroom,
@@ -42,8 +45,8 @@ pub fn config(
     Ok((cfg, warnings))
 }
 
-/// `results/VERB-NAME.json`, NAME being the workload name or file stem.
-fn default_out(verb: &str, workload: &str) -> PathBuf {
+/// `VERB-NAME.json`, NAME being the workload name or file stem.
+fn default_name(verb: &str, workload: &str) -> String {
     let stem = std::path::Path::new(workload)
         .file_stem()
         .map_or("workload".into(), |s| s.to_string_lossy().to_string());
@@ -57,19 +60,74 @@ fn default_out(verb: &str, workload: &str) -> PathBuf {
             }
         })
         .collect();
-    PathBuf::from("results").join(format!("{verb}-{safe}.json"))
+    format!("{verb}-{safe}.json")
 }
 
-/// Runs the benchmark and prints the sheet.
+/// Runs the benchmark and prints the sheet; appends the one-screen summary to the `.txt` log
+/// beside the record. With `--exit-code`, a verdict that is not comfortable at the highest level
+/// is an error (exit status 1).
 pub fn run(verb: &str, args: &BenchArgs, jobs: Vec<usize>) -> anyhow::Result<()> {
     let (cfg, warnings) = config(verb, args, jobs)?;
     for w in warnings {
         eprintln!("warning: {w}");
     }
     let command: Vec<String> = std::env::args().collect();
+    let stop = stop_on_signals()?;
     let mut progress = Progress::stderr();
-    let record = crate::bench::sweep::run(&cfg, command, &mut progress)?;
+    let log = cfg.out.with_extension("txt");
+    let mut finished = |run: &RunRecord| {
+        if let Err(e) = append_log(&cfg.out, run) {
+            eprintln!("warning: {e}");
+        }
+    };
+    let hooks = Hooks {
+        progress: &mut progress,
+        stop: Some(&stop),
+        finished: &mut finished,
+    };
+    let record = crate::bench::sweep::run(&cfg, command, hooks)?;
     print!("{}", report::text::render(&record, cfg.format));
-    eprintln!("record appended to {}", cfg.out.display());
+    eprintln!(
+        "record appended to {}, summary to {}",
+        cfg.out.display(),
+        log.display()
+    );
+    let verdict = record.summary().verdict;
+    if args.exit_code && !verdict.comfortable_at_highest {
+        return Err(crate::error::ConfigError::NotComfortable { line: verdict.line }.into());
+    }
     Ok(())
+}
+
+/// The plain-text log entry of a finished run: a header line, the one-screen summary.
+fn append_log(
+    out: &std::path::Path,
+    run: &RunRecord,
+) -> Result<(), crate::record::io::RecordError> {
+    let writer = crate::record::io::RecordWriter::at(out);
+    let d = run.summary();
+    let text = format!(
+        "== {} · run {} · {} ==\n{}\n{}\n",
+        run.started_utc,
+        run.id,
+        run.status.label(),
+        report::text::header(run),
+        report::summary::one_screen(run, &d)
+    );
+    writer.append_log(&text).map(|_| ())
+}
+
+/// SIGINT and SIGTERM set the returned flag to the signal number (the run then stops between
+/// two engine steps and saves what it has); a second one ends the process at once.
+fn stop_on_signals() -> anyhow::Result<Arc<AtomicUsize>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+    let stop = Arc::new(AtomicUsize::new(0));
+    let again = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&again))?;
+        flag::register(sig, Arc::clone(&again))?;
+        flag::register_usize(sig, Arc::clone(&stop), sig as usize)?;
+    }
+    Ok(stop)
 }

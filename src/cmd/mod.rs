@@ -3,6 +3,7 @@
 mod bench;
 mod generate;
 mod inspect;
+mod report;
 
 use crate::cli::{Cli, Command, ModelArgs, RuntimeArgs};
 use crate::config::{
@@ -22,12 +23,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Cold(_) => pending("cold"),
         Command::Session(_) => pending("session"),
         Command::Compare(_) => pending("compare"),
-        Command::Report(_) => pending("report"),
+        Command::Report(args) => report::run(args),
     }
 }
 
-/// The process exit code for an error: 2 for a verb that is not built yet, else 1.
+/// The process exit code for an error: 2 for a verb that is not built yet, 130 for a run
+/// stopped by a signal (as shells report Ctrl-C), else 1.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
+    if let Some(crate::bench::error::BenchError::Interrupted { .. }) = err.downcast_ref() {
+        return 130;
+    }
     match err.downcast_ref::<ConfigError>() {
         Some(ConfigError::NotYetAvailable { .. }) => 2,
         _ => 1,

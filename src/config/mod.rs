@@ -142,7 +142,7 @@ impl RuntimeConfig {
 }
 
 /// What the engine ran with, as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RuntimeInfo {
     /// `cpu`, `cuda:N` or `metal`.
     pub device: String,

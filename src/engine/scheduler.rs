@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 pub type RequestId = u64;
 
 /// Budgets the scheduler respects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SchedulerConfig {
     /// Most sequences in one step (slots).
     pub max_seqs: usize,

@@ -209,6 +209,13 @@ impl RecordWriter {
         })
     }
 
+    /// A writer for `path` that checks nothing (for the text log of a run already recorded).
+    pub fn at(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+        }
+    }
+
     /// Saves `run` (its summary recomputed from its samples); rereads the file under the lock so
     /// runs appended meanwhile by other processes are kept.
     pub fn save(&self, run: &RunRecord) -> Result<(), RecordError> {

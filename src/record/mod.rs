@@ -97,8 +97,8 @@ impl RunRecord {
     }
 }
 
-/// Which model, exactly.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Which model, exactly (empty in a run that failed before the model loaded).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ModelInfo {
     /// Resolved file or directory.
     pub path: PathBuf,
@@ -113,7 +113,7 @@ pub struct ModelInfo {
 }
 
 /// The load clock: open + read + build weights and tokenizer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LoadClock {
     /// Wall time, seconds.
     pub seconds: f64,

@@ -3,6 +3,7 @@
 
 pub mod clocks;
 pub mod columns;
+pub mod html;
 pub mod inspect;
 pub mod summary;
 pub mod text;

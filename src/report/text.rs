@@ -211,8 +211,8 @@ struct JsonWorkload<'a> {
     criteria: &'a crate::workload::Criteria,
 }
 
-/// The run as the JSON summary (`--format json`).
-pub fn json_summary(run: &RunRecord, d: &RunSummary) -> serde_json::Value {
+/// The run as the JSON summary (`--format json`), keys in the record's order.
+pub fn json_summary(run: &RunRecord, d: &RunSummary) -> String {
     let w = &run.workload;
     let j = JsonRun {
         tokfire_results: FORMAT,
@@ -239,14 +239,14 @@ pub fn json_summary(run: &RunRecord, d: &RunSummary) -> serde_json::Value {
         energy_na: &run.energy_na,
         summary: d,
     };
-    serde_json::to_value(j).expect("summaries serialize; this is a bug")
+    serde_json::to_string_pretty(&j).expect("summaries serialize; this is a bug")
 }
 
 /// The full stdout rendering in `format`.
 pub fn render(run: &RunRecord, format: Format) -> String {
     let d = run.summary();
     match format {
-        Format::Json => pretty(&json_summary(run, &d)),
+        Format::Json => json_summary(run, &d) + "\n",
         Format::JsonFull => {
             serde_json::to_string_pretty(run).expect("records serialize; this is a bug") + "\n"
         }
@@ -270,9 +270,9 @@ pub fn render(run: &RunRecord, format: Format) -> String {
     }
 }
 
-/// A JSON value, pretty, with a final newline.
-pub fn pretty(v: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(v).expect("JSON values serialize; this is a bug") + "\n"
+/// Pretty JSON documents as one JSON array.
+pub fn json_array(docs: &[String]) -> String {
+    format!("[\n{}\n]\n", docs.join(",\n"))
 }
 
 /// The sheet's first line: what ran, where, how often.

@@ -1,0 +1,66 @@
+//! `tokfire report RECORD [--run ID|--last|--all] [--format …] [--html FILE]`: re-renders saved
+//! runs exactly as `run` and `sweep` printed them, or as one self-contained HTML page.
+
+use crate::cli::ReportArgs;
+use crate::config::run::Format;
+use crate::record::io;
+use crate::report::text;
+
+pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    let file = io::read(&args.record)?;
+    let runs = io::select(&args.record, &file, args.run.as_deref(), args.all)?;
+    let out = match args.format {
+        // One CSV header over the rows of every run selected.
+        Format::Csv => {
+            let rows: String = runs
+                .iter()
+                .map(|r| text::csv_rows(r, &r.summary().levels))
+                .collect();
+            text::csv_header() + &rows
+        }
+        Format::Json | Format::JsonFull if args.all => {
+            let all: Vec<String> = runs
+                .iter()
+                .map(|r| match args.format {
+                    Format::Json => text::json_summary(r, &r.summary()),
+                    _ => serde_json::to_string_pretty(r)
+                        .expect("records serialize; this is a bug"),
+                })
+                .collect();
+            text::json_array(&all)
+        }
+        format => runs
+            .iter()
+            .map(|r| text::render(r, format))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    print!("{out}");
+    if let Some(path) = &args.html {
+        let page = html_page(runs.last().expect("select returns at least one run"));
+        write_file(path, &page)?;
+        eprintln!("HTML report written to {}", path.display());
+    }
+    Ok(())
+}
+
+fn html_page(run: &crate::record::RunRecord) -> String {
+    let d = run.summary();
+    let (headers, rows) = text::sheet_cells(&d.levels);
+    let mut verdict = text::verdict_lines(run, &d);
+    verdict.push(format!("overall: {}", d.verdict.line));
+    crate::report::html::page(
+        run,
+        &crate::report::html::SheetTable { headers, rows },
+        &verdict,
+    )
+}
+
+fn write_file(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write --html {}: {e}; pass a writable path",
+            path.display()
+        )
+    })
+}

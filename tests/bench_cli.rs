@@ -2,70 +2,14 @@
 //! the sheet, the JSON record with every field, atomic saving (a SIGKILL mid-run leaves a valid
 //! record of the finished rounds), and clear errors for bad input that lose nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
-use tokfire::model::synthetic::{write_gguf, Spec};
 use tokfire::record::{ResultsFile, RunStatus};
 
-fn tokfire() -> Command {
-    let mut c = Command::cargo_bin("tokfire").unwrap();
-    c.env_remove("TOKFIRE_CACHE").env("TOKFIRE_LOG", "error");
-    c
-}
-
-fn tiny(dir: &Path) -> PathBuf {
-    let path = dir.join("tiny.gguf");
-    write_gguf(&path, &Spec::default()).unwrap();
-    path
-}
-
-/// A workload with a chat task, a raw task and an agent-free JSON task.
-const WORKLOAD: &str = r#"
-name = "tiny"
-version = 1
-use_case = "test"
-description = "Three small tasks for the synthetic model."
-
-[criteria]
-label = "test targets"
-ttft_max_s = 30.0
-pass_rate_min = 0.0
-
-[[tasks]]
-id = "chat-one"
-user = "hello there"
-max_tokens = 6
-checks = [{ kind = "contains", value = "zzz-never" }]
-
-[[tasks]]
-id = "raw-two"
-raw = "once upon a time"
-max_tokens = 5
-checks = [{ kind = "not_contains", value = "zzz-never" }]
-
-[[tasks]]
-id = "chat-three"
-system = "be brief"
-user = "count to three"
-max_tokens = 4
-checks = [{ kind = "regex", pattern = "." }]
-"#;
-
-fn workload(dir: &Path, text: &str) -> PathBuf {
-    let p = dir.join("tiny.toml");
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn read(path: &Path) -> ResultsFile {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn args<'a>(model: &'a str, wl: &'a str, out: &'a str) -> Vec<&'a str> {
-    vec!["--model", model, "--workload", wl, "--out", out]
-}
+#[path = "support/bench.rs"]
+mod support;
+use support::{args, read, tiny, tokfire, workload, WORKLOAD};
 
 #[test]
 fn sweep_prints_the_sheet_and_records_every_field() {

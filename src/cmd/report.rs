@@ -23,8 +23,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                 .iter()
                 .map(|r| match args.format {
                     Format::Json => text::json_summary(r, &r.summary()),
-                    _ => serde_json::to_string_pretty(r)
-                        .expect("records serialize; this is a bug"),
+                    _ => serde_json::to_string_pretty(r).expect("records serialize; this is a bug"),
                 })
                 .collect();
             text::json_array(&all)

@@ -1,0 +1,288 @@
+//! Results people can use, end to end on the tiny model: the summary stored in the record is
+//! what the sheet prints, `report` re-renders a run exactly, the text log keeps every summary,
+//! `--exit-code` gates on the verdict, SIGINT leaves an `interrupted` record of the finished
+//! rounds, two concurrent runs into one file both survive, a failure before the model loads is
+//! recorded, and bad input to `report` is a clear error.
+
+#[path = "support/bench.rs"]
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::{args, read, tiny, tokfire, workload, WORKLOAD};
+use tokfire::model::synthetic::{write_gguf, Spec};
+use tokfire::record::summary::summarize_run;
+use tokfire::record::RunStatus;
+
+fn ok(a: &[&str]) -> String {
+    let out = tokfire().args(a).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{a:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_stored_summary_is_the_sheet_and_report_reprints_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let out = dir.path().join("r.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let mut a = vec!["sweep", "--jobs", "1,2", "--threads", "1"];
+    a.extend(args(m, wl, o));
+    let printed = ok(&a);
+    let run = &read(&out).runs[0];
+    let stored = run.summary.clone().expect("the record carries its summary");
+    assert_eq!(
+        stored,
+        summarize_run(run),
+        "stored = derived from the samples"
+    );
+    assert_eq!(stored.levels.len(), 2);
+    // The sheet prints the stored numbers: every level's TTFT median and done count.
+    for s in &stored.levels {
+        let ttft = format!("{:.3}", s.ttft_median_s.unwrap());
+        assert!(printed.contains(&ttft), "{ttft} not in:\n{printed}");
+    }
+    assert_eq!(ok(&["report", o]), printed, "report = what sweep printed");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["report", o, "--format", "json"])).unwrap();
+    assert_eq!(json["summary"], serde_json::to_value(&stored).unwrap());
+    assert!(
+        json.get("levels").is_none(),
+        "no raw samples in --format json"
+    );
+    let full: serde_json::Value =
+        serde_json::from_str(&ok(&["report", o, "--format", "json-full"])).unwrap();
+    assert!(full["levels"][0]["rounds"].is_array());
+    let csv = ok(&["report", o, "--format", "csv"]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "header + one row per level:\n{csv}");
+    assert!(lines[1].starts_with(&format!("{},{m},", run.id)), "{csv}");
+    let log = std::fs::read_to_string(out.with_extension("txt")).unwrap();
+    assert!(log.contains(&run.id) && log.contains("verdict:") && log.contains("complete"));
+}
+
+#[test]
+fn exit_code_gates_on_the_verdict_at_the_highest_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let strict = WORKLOAD.replace("ttft_max_s = 30.0", "ttft_max_s = 0.000000001");
+    let wl = workload(dir.path(), &strict);
+    let out = dir.path().join("r.json");
+    let mut a = vec![
+        "run",
+        "--rounds",
+        "1",
+        "--allow-few-rounds",
+        "--warmup",
+        "0",
+    ];
+    a.extend(args(
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ));
+    assert!(
+        tokfire().args(&a).output().unwrap().status.success(),
+        "no gate without the flag"
+    );
+    a.push("--exit-code");
+    let res = tokfire().args(&a).output().unwrap();
+    assert_eq!(res.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        e.contains("--exit-code") && e.contains("median TTFT"),
+        "{e}"
+    );
+    let lenient = workload(dir.path(), WORKLOAD);
+    let mut b = vec![
+        "run",
+        "--rounds",
+        "1",
+        "--allow-few-rounds",
+        "--warmup",
+        "0",
+        "--exit-code",
+    ];
+    b.extend(args(
+        m.to_str().unwrap(),
+        lenient.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ));
+    assert!(
+        tokfire().args(&b).output().unwrap().status.success(),
+        "comfortable: exit 0"
+    );
+}
+
+fn slow_run(dir: &Path, out: &Path) -> std::process::Child {
+    let m = tiny(dir);
+    let slow = WORKLOAD
+        .replace("max_tokens = 6", "max_tokens = 120")
+        .replace("max_tokens = 5", "max_tokens = 120");
+    let wl = workload(dir, &slow);
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("tokfire"))
+        .args(["run", "--jobs", "2", "--warmup", "0", "--rounds", "200"])
+        .args(args(
+            m.to_str().unwrap(),
+            wl.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ))
+        .env("TOKFIRE_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn rounds_saved(p: &Path) -> usize {
+    let Ok(file) = tokfire::record::io::read(p) else {
+        return 0;
+    };
+    file.runs
+        .first()
+        .map_or(0, |r| r.levels.iter().map(|l| l.rounds.len()).sum())
+}
+
+#[test]
+fn sigint_after_round_two_records_an_interrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut child = slow_run(dir.path(), &out);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while rounds_saved(&out) < 2 {
+        assert!(Instant::now() < deadline, "round 2 never saved");
+        assert!(child.try_wait().unwrap().is_none(), "ended before round 2");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let res = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    let run = &read(&out).runs[0];
+    if run.levels[0].rounds.len() == 200 && run.status == RunStatus::Complete {
+        return; // the signal arrived after the last step: nothing to interrupt
+    }
+    assert_eq!(res.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    assert_eq!(
+        run.status,
+        RunStatus::Interrupted {
+            signal: "SIGINT".into()
+        }
+    );
+    assert!(run.levels[0].rounds.len() >= 2, "rounds 1-2 kept");
+    for r in &run.levels[0].rounds {
+        assert_eq!(r.tasks.len(), 6, "only whole rounds are kept");
+    }
+    assert!(std::fs::read_to_string(out.with_extension("txt"))
+        .unwrap()
+        .contains("interrupted (SIGINT)"));
+}
+
+#[test]
+fn two_concurrent_runs_into_one_file_keep_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shared.json");
+    let m = tiny(dir.path());
+    let wl = workload(dir.path(), WORKLOAD);
+    let spawn = || {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("tokfire"))
+            .args(["run", "--rounds", "3", "--warmup", "0", "--threads", "1"])
+            .args(args(
+                m.to_str().unwrap(),
+                wl.to_str().unwrap(),
+                out.to_str().unwrap(),
+            ))
+            .env("TOKFIRE_LOG", "error")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, mut b) = (spawn(), spawn());
+    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    let file = read(&out);
+    assert_eq!(file.runs.len(), 2, "neither run lost the other");
+    assert!(file.runs.iter().all(|r| r.status == RunStatus::Complete));
+    assert_ne!(file.runs[0].id, file.runs[1].id);
+}
+
+#[test]
+fn a_failure_before_the_model_loads_is_a_recorded_failed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("other.gguf");
+    let spec = Spec {
+        arch: "notallama".into(),
+        ..Spec::default()
+    };
+    write_gguf(&m, &spec).unwrap();
+    let wl = workload(dir.path(), WORKLOAD);
+    let out = dir.path().join("r.json");
+    let mut a = vec!["run"];
+    a.extend(args(
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ));
+    let res = tokfire().args(&a).output().unwrap();
+    assert_eq!(res.status.code(), Some(1));
+    let run = &read(&out).runs[0];
+    let RunStatus::Failed { error } = &run.status else {
+        panic!("not failed: {:?}", run.status);
+    };
+    assert!(error.contains("notallama"), "{error}");
+    assert!(run.levels.is_empty());
+    assert!(ok(&["report", out.to_str().unwrap()]).contains("failed"));
+}
+
+#[test]
+fn bad_input_to_report_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/record-v1.json");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    let write = |name: &str, body: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let fails = |a: &[&str], want: &[&str]| {
+        let out = tokfire().args(a).output().unwrap();
+        let e = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(1), "{a:?}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+        for w in want {
+            assert!(e.contains(w), "{a:?}: {w:?} not in {e}");
+        }
+    };
+    let notes = write("notes.json", r#"{"hello": 1}"#);
+    fails(
+        &["report", &notes],
+        &["notes.json", "not a tokfire results file"],
+    );
+    let cut = write("cut.json", &text[..text.len() / 2]);
+    fails(&["report", &cut], &["cut.json", "truncated"]);
+    let newer = write(
+        "newer.json",
+        &text.replacen("\"tokfire_results\":1", "\"tokfire_results\":99", 1),
+    );
+    fails(&["report", &newer], &["newer.json", "newer tokfire", "99"]);
+    let f = fixture.to_str().unwrap();
+    fails(
+        &["report", f, "--run", "nope"],
+        &["record-v1.json", "nope", "20261202T190000Z-4242"],
+    );
+    fails(
+        &["report", "/no/such/file.json"],
+        &["/no/such/file.json", "no such results file"],
+    );
+    // A version-1 record still loads and renders, summary derived on reading.
+    assert!(ok(&["report", f]).contains("verdict:"));
+}

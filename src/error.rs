@@ -47,6 +47,13 @@ pub enum ModelError {
     NotGguf { path: PathBuf, magic: String },
     #[error("{path}: the GGUF file is damaged or truncated ({detail}); fetch it again")]
     BadGguf { path: PathBuf, detail: String },
+    #[error("{path}: {kind}, not a regular file; pass a .gguf file, a model directory or a manifest name")]
+    NotRegularFile { path: PathBuf, kind: String },
+    #[error("{path}: {problems}; the file is damaged or not a model this engine runs: fetch it again, or see every problem with `tokfire inspect {path}`")]
+    Rejected {
+        path: PathBuf,
+        problems: crate::model::validate::Problems,
+    },
     #[error("{path}: architecture '{arch}' is not supported; supported: {supported}")]
     UnsupportedArch {
         path: PathBuf,
@@ -68,6 +75,25 @@ pub enum ModelError {
     Config(#[from] ConfigError),
 }
 
+/// `e` without the backtraces candle wrapped it in (logged at debug level, for `TOKFIRE_LOG=debug`).
+pub(crate) fn without_backtrace(e: candle_core::Error, what: &str) -> candle_core::Error {
+    match e {
+        candle_core::Error::WithBacktrace { inner, backtrace } => {
+            tracing::debug!("{what}: candle error captured at:\n{backtrace}");
+            without_backtrace(*inner, what)
+        }
+        candle_core::Error::Context { inner, context } => candle_core::Error::Context {
+            inner: Box::new(without_backtrace(*inner, what)),
+            context,
+        },
+        candle_core::Error::WithPath { inner, path } => candle_core::Error::WithPath {
+            inner: Box::new(without_backtrace(*inner, what)),
+            path,
+        },
+        e => e,
+    }
+}
+
 /// Running the model: forward passes, caches, sampling.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -79,9 +105,14 @@ pub enum EngineError {
 
 impl ModelError {
     /// Wraps a candle error with what was being done.
+    /// The backtrace candle captures when `RUST_BACKTRACE` is set is left out of the message
+    /// and logged at debug level instead.
     pub fn candle(what: impl Into<String>) -> impl FnOnce(candle_core::Error) -> Self {
         let what = what.into();
-        move |source| Self::Candle { what, source }
+        move |source| Self::Candle {
+            source: without_backtrace(source, &what),
+            what,
+        }
     }
 
     /// Wraps an I/O error with the path it concerns.

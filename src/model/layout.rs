@@ -29,14 +29,15 @@ pub(crate) fn check(raw: RawHeader, file_len: u64) -> Layout {
     let mut problems = Vec::new();
     let mut metadata = HashMap::new();
     for (key, value) in raw.metadata {
-        if metadata.contains_key(&key) {
-            problems.push(Problem::new(
-                format!("metadata key {key}"),
+        match metadata.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => problems.push(Problem::new(
+                format!("metadata key {}", e.key()),
                 "present twice",
                 "each key once",
-            ));
-        } else {
-            metadata.insert(key, value);
+            )),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(value);
+            }
         }
     }
     let alignment = alignment(metadata.get("general.alignment"), &mut problems);
@@ -164,16 +165,21 @@ fn tensors(
         );
     }
     if !raw.is_empty() && problems.len() == before {
-        let padded = align_up(last_end, alignment).unwrap_or(u64::MAX);
-        if file_len < last_end || file_len > padded {
-            problems.push(Problem::new(
-                "tensor data",
-                format!("the file has {file_len} bytes"),
-                format!("{last_end} to {padded} bytes, where the last tensor's data ends; a tensor's type or shape does not match its data"),
-            ));
-        }
+        problems.extend(check_end(file_len, last_end, alignment));
     }
     (infos, declared)
+}
+
+/// The file must end where the last tensor's data ends, give or take its padding.
+fn check_end(file_len: u64, last_end: u64, alignment: u64) -> Option<Problem> {
+    let padded = align_up(last_end, alignment).unwrap_or(u64::MAX);
+    (file_len < last_end || file_len > padded).then(|| {
+        Problem::new(
+            "tensor data",
+            format!("the file has {file_len} bytes"),
+            format!("{last_end} to {padded} bytes, where the last tensor's data ends; a tensor's type or shape does not match its data"),
+        )
+    })
 }
 
 /// A tensor's type and byte size, every step checked.
@@ -206,7 +212,7 @@ fn size(t: &RawTensor) -> Result<(GgmlDType, u64), Problem> {
         ));
     };
     let block = dtype.block_size() as u64;
-    if t.dims[0] % block != 0 {
+    if !t.dims[0].is_multiple_of(block) {
         return Err(Problem::new(
             subject(),
             format!("rows of {} {dtype:?} values", t.dims[0]),

@@ -368,7 +368,7 @@ impl Meta<'_> {
         for key in ["bos_token_id", "eos_token_id", "padding_token_id"] {
             let key = format!("tokenizer.ggml.{key}");
             if let Some(v) = self.g.get(&key) {
-                if !as_u64(v).is_some_and(|id| id < limit) {
+                if as_u64(v).is_none_or(|id| id >= limit) {
                     self.problem(
                         format!("metadata key {key}"),
                         show(v),

@@ -49,7 +49,7 @@ pub enum ModelError {
     BadGguf { path: PathBuf, detail: String },
     #[error("{path}: {kind}, not a regular file; pass a .gguf file, a model directory or a manifest name")]
     NotRegularFile { path: PathBuf, kind: String },
-    #[error("{path}: {problems}; the file is damaged or not a model this engine runs: fetch it again, or see every problem with `tokfire inspect {path}`")]
+    #[error("{path}: {problems}; the file is damaged or truncated, or not a model this engine runs: fetch it again, or see every problem with `tokfire inspect {path}`")]
     Rejected {
         path: PathBuf,
         problems: crate::model::validate::Problems,

@@ -78,11 +78,11 @@ pub(crate) fn read(r: &mut impl Read, len: u64) -> Res<RawHeader> {
     c.wide = version >= 2;
     let tensor_count = c.len_field("the tensor count")?;
     let kv_count = c.len_field("the metadata count")?;
-    // Smallest possible entries: a key (prefix + 1 byte), a type and a 1-byte value; a name
-    // (prefix + 1 byte), n_dims, one dimension, a type and an offset.
+    // Smallest possible entries: an empty key, a type and a 1-byte value; an empty name,
+    // n_dims, no dimension, a type and an offset.
     let prefix = c.prefix_bytes();
-    let min_kv = prefix + 1 + 4 + 1;
-    let min_tensor = prefix + 1 + 4 + prefix + 4 + 8;
+    let min_kv = prefix + 4 + 1;
+    let min_tensor = prefix + 4 + 4 + 8;
     c.fits(kv_count, min_kv, || format!("{kv_count} metadata entries"))?;
     let rest = c.remaining() - kv_count * min_kv;
     if tensor_count > rest / min_tensor {

@@ -49,6 +49,13 @@ pub enum ModelError {
     NotGguf { path: PathBuf, magic: String },
     #[error("{path}: the GGUF file is damaged or truncated ({detail}); fetch it again")]
     BadGguf { path: PathBuf, detail: String },
+    #[error("{path}: {kind}, not a regular file; pass a .gguf file, a model directory or a manifest name")]
+    NotRegularFile { path: PathBuf, kind: String },
+    #[error("{path}: {problems}; the file is damaged or truncated, or not a model this engine runs: fetch it again, or see every problem with `tokfire inspect {path}`")]
+    Rejected {
+        path: PathBuf,
+        problems: Problems,
+    },
     #[error("{path}: architecture '{arch}' is not supported; supported: {supported}")]
     UnsupportedArch {
         path: PathBuf,
@@ -70,6 +77,25 @@ pub enum ModelError {
     Config(#[from] ConfigError),
 }
 
+/// `e` without the backtraces candle wrapped it in (logged at debug level, for `TOKFIRE_LOG=debug`).
+pub(crate) fn without_backtrace(e: candle_core::Error, what: &str) -> candle_core::Error {
+    match e {
+        candle_core::Error::WithBacktrace { inner, backtrace } => {
+            tracing::debug!("{what}: candle error captured at:\n{backtrace}");
+            without_backtrace(*inner, what)
+        }
+        candle_core::Error::Context { inner, context } => candle_core::Error::Context {
+            inner: Box::new(without_backtrace(*inner, what)),
+            context,
+        },
+        candle_core::Error::WithPath { inner, path } => candle_core::Error::WithPath {
+            inner: Box::new(without_backtrace(*inner, what)),
+            path,
+        },
+        e => e,
+    }
+}
+
 /// Running the model: forward passes, caches, sampling.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -84,9 +110,14 @@ pub enum EngineError {
 
 impl ModelError {
     /// Wraps a candle error with what was being done.
+    /// The backtrace candle captures when `RUST_BACKTRACE` is set is left out of the message
+    /// and logged at debug level instead.
     pub fn candle(what: impl Into<String>) -> impl FnOnce(candle_core::Error) -> Self {
         let what = what.into();
-        move |source| Self::Candle { what, source }
+        move |source| Self::Candle {
+            source: without_backtrace(source, &what),
+            what,
+        }
     }
 
     /// Wraps an I/O error with the path it concerns.
@@ -95,3 +126,63 @@ impl ModelError {
         move |source| Self::Io { path, source }
     }
 }
+
+/// Most problems one error message lists.
+const LISTED: usize = 3;
+
+/// One thing wrong with a model file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    /// The metadata key or tensor concerned, e.g. `tensor blk.0.attn_q.weight`.
+    pub subject: String,
+    /// The value found in the file.
+    pub found: String,
+    /// What it should be.
+    pub expected: String,
+}
+
+impl Problem {
+    pub(crate) fn new(
+        subject: impl Into<String>,
+        found: impl std::fmt::Display,
+        expected: impl Into<String>,
+    ) -> Self {
+        Self {
+            subject: subject.into(),
+            found: found.to_string(),
+            expected: expected.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: found {}, expected {}",
+            self.subject, self.found, self.expected
+        )
+    }
+}
+
+/// The problems of one file; shown as the first few and a count of the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problems(pub Vec<Problem>);
+
+impl std::fmt::Display for Problems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.len();
+        write!(f, "{n} problem{}: ", if n == 1 { "" } else { "s" })?;
+        for (i, p) in self.0.iter().take(LISTED).enumerate() {
+            if i > 0 {
+                write!(f, "; ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        if n > LISTED {
+            write!(f, "; and {} more", n - LISTED)?;
+        }
+        Ok(())
+    }
+}
+

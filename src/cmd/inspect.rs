@@ -1,9 +1,12 @@
-//! `tokfire inspect MODEL [--json] [--tokenize TEXT]`.
+//! `tokfire inspect MODEL [--json] [--tokenize TEXT]`: prints what the file holds, then fails
+//! (exit 1) when the validation pass found problems in it.
 
 use crate::cli::InspectArgs;
+use crate::error::ModelError;
 use crate::model::gguf::Gguf;
 use crate::model::inspect::{inspect_dir, inspect_gguf};
 use crate::model::tokenizer::Tokenizer;
+use crate::model::validate::Problems;
 use crate::model::{resolve, ModelPath};
 use crate::report;
 
@@ -29,6 +32,13 @@ pub fn run(args: InspectArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print!("{}", report::inspect::text(&r));
+    }
+    if !r.problems.is_empty() {
+        return Err(ModelError::Rejected {
+            path: r.path.path().to_path_buf(),
+            problems: Problems(r.problems),
+        }
+        .into());
     }
     Ok(())
 }

@@ -35,51 +35,15 @@ pub struct LlamaConfig {
 }
 
 impl LlamaConfig {
-    /// Reads `{arch}.*` metadata; rejects architectures outside [`SUPPORTED`].
+    /// Reads `{arch}.*` metadata; rejects architectures outside [`SUPPORTED`] and files the
+    /// validation pass ([`super::validate`]) finds problems in.
     pub fn from_gguf(g: &Gguf) -> Result<Self, ModelError> {
         let arch = g.architecture()?;
         check_arch(&g.path, &arch)?;
-        let key = |k: &str| format!("{arch}.{k}");
-        let hidden = g.u64(&key("embedding_length"))? as usize;
-        let heads = g.u64(&key("attention.head_count"))? as usize;
-        let head_dim = g
-            .opt_u64(&key("rope.dimension_count"))
-            .map(|x| x as usize)
-            .unwrap_or(hidden / heads.max(1));
-        let vocab = match g.opt_u64(&key("vocab_size")) {
-            Some(v) => v as usize,
-            None => g
-                .content
-                .tensor_infos
-                .get("token_embd.weight")
-                .map(|t| t.shape.dims()[0])
-                .unwrap_or(0),
-        };
-        let cfg = Self {
-            hidden,
-            ffn: g.u64(&key("feed_forward_length"))? as usize,
-            layers: g.u64(&key("block_count"))? as usize,
-            heads,
-            kv_heads: g
-                .opt_u64(&key("attention.head_count_kv"))
-                .map(|x| x as usize)
-                .unwrap_or(heads),
-            head_dim,
-            vocab,
-            rms_eps: g
-                .opt_f64(&key("attention.layer_norm_rms_epsilon"))
-                .unwrap_or(1e-5),
-            rope_theta: g.opt_f64(&key("rope.freq_base")).unwrap_or(10_000.0),
-            rope_interleaved: arch == "llama",
-            context_length: g
-                .opt_u64(&key("context_length"))
-                .map(|x| x as usize)
-                .unwrap_or(4096),
-            qkv_bias: arch == "qwen2",
-            arch,
-        };
-        cfg.validate(&g.path)?;
-        Ok(cfg)
+        super::validate::llama_config(g, &arch).map_err(|problems| ModelError::Rejected {
+            path: g.path.clone(),
+            problems: super::validate::Problems(problems),
+        })
     }
 
     /// Reads a Hugging Face `config.json`.

@@ -1,6 +1,9 @@
-//! Opening a GGUF file: magic check, header parse through a `BufReader`, bounds check of every
-//! tensor against the file size, and typed metadata getters whose errors name the file and key.
+//! Opening a GGUF file: only regular files (a FIFO or device is refused before `open` could
+//! block), the magic check, the header read by the bounded [`super::header`] reader and its
+//! layout checked by [`super::layout`] before candle sees any of it; then typed metadata getters
+//! whose errors name the file and key, and tensor reads through candle.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -9,21 +12,41 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::QTensor;
 use candle_core::Device;
 
+use super::validate::{Problem, Problems};
+use super::{header, layout};
 use crate::error::ModelError;
 
 /// A parsed GGUF header plus the open file it came from.
 pub struct Gguf {
     pub path: PathBuf,
+    /// The metadata and the tensors whose layout passed (candle's types).
     pub content: Content,
     /// Size of the file on disk, in bytes.
     pub file_bytes: u64,
+    /// What the layout checks found wrong (empty for a file [`Gguf::open`] returns).
+    pub problems: Vec<Problem>,
+    declared: HashSet<String>,
     reader: BufReader<File>,
 }
 
 impl Gguf {
-    /// Opens and parses `path`; rejects files that are not GGUF or whose tensors run past the end.
+    /// Opens and parses `path`; rejects files that are not GGUF or whose layout is wrong.
     pub fn open(path: &Path) -> Result<Self, ModelError> {
-        let file = File::open(path).map_err(ModelError::io(path))?;
+        let g = Self::open_unchecked(path)?;
+        if g.problems.is_empty() {
+            Ok(g)
+        } else {
+            Err(ModelError::Rejected {
+                path: path.to_path_buf(),
+                problems: Problems(g.problems),
+            })
+        }
+    }
+
+    /// Opens and parses `path`, keeping layout problems in [`Gguf::problems`] (for `inspect`);
+    /// fails only when the header itself cannot be read.
+    pub fn open_unchecked(path: &Path) -> Result<Self, ModelError> {
+        let file = open_regular(path)?;
         let file_bytes = file.metadata().map_err(ModelError::io(path))?.len();
         let mut reader = BufReader::with_capacity(1 << 16, file);
         let mut magic = [0u8; 4];
@@ -40,27 +63,24 @@ impl Gguf {
         reader
             .seek(SeekFrom::Start(0))
             .map_err(ModelError::io(path))?;
-        let bad = |detail: String| ModelError::BadGguf {
+        let raw = header::read(&mut reader, file_bytes).map_err(|e| ModelError::BadGguf {
             path: path.to_path_buf(),
-            detail,
-        };
-        let content = Content::read(&mut reader).map_err(|e| bad(e.to_string()))?;
-        for (name, info) in &content.tensor_infos {
-            let elems = info.shape.elem_count();
-            let bytes = (elems / info.ggml_dtype.block_size() * info.ggml_dtype.type_size()) as u64;
-            let end = content.tensor_data_offset + info.offset + bytes;
-            if end > file_bytes {
-                return Err(bad(format!(
-                    "tensor {name} ends at byte {end} but the file has {file_bytes}"
-                )));
-            }
-        }
+            detail: e.0,
+        })?;
+        let layout = layout::check(raw, file_bytes);
         Ok(Self {
             path: path.to_path_buf(),
-            content,
+            content: layout.content,
             file_bytes,
+            problems: layout.problems,
+            declared: layout.declared,
             reader,
         })
+    }
+
+    /// Whether the header declares tensor `name` (even one whose layout failed).
+    pub(crate) fn declared(&self, name: &str) -> bool {
+        self.declared.contains(name)
     }
 
     /// The metadata value under `key`, if present.
@@ -181,6 +201,51 @@ fn value_i64(v: &Value) -> Option<i64> {
         Value::U64(x) => i64::try_from(*x).ok()?,
         Value::I64(x) => *x,
         _ => return None,
+    })
+}
+
+/// Opens `path` for reading if it is a regular file; anything else (a FIFO, socket, device or
+/// directory) is refused before `open` could block, and the open handle is checked again.
+fn open_regular(path: &Path) -> Result<File, ModelError> {
+    let meta = std::fs::metadata(path).map_err(ModelError::io(path))?;
+    check_regular(path, &meta)?;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never block in open(2) should the path be swapped for a FIFO after the check.
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = opts.open(path).map_err(ModelError::io(path))?;
+    check_regular(path, &file.metadata().map_err(ModelError::io(path))?)?;
+    Ok(file)
+}
+
+fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), ModelError> {
+    let ft = meta.file_type();
+    if ft.is_file() {
+        return Ok(());
+    }
+    let mut kind = if ft.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            kind = "a FIFO (named pipe)";
+        } else if ft.is_socket() {
+            kind = "a socket";
+        } else if ft.is_char_device() || ft.is_block_device() {
+            kind = "a device";
+        }
+    }
+    Err(ModelError::NotRegularFile {
+        path: path.to_path_buf(),
+        kind: kind.into(),
     })
 }
 

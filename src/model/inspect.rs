@@ -1,6 +1,7 @@
 //! What a model file is, read from its header alone (works for architectures the engine cannot
 //! run yet): architecture, parameters, tensor types, bytes, sha256, shape, RoPE, tokenizer, chat
-//! template, and the manifest entry (licence) when the file is a known one.
+//! template, and the manifest entry (licence) when the file is a known one; for a GGUF also the
+//! problems the validation pass finds (the same pass `generate` runs), listed rather than fatal.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -10,7 +11,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::gguf::Gguf;
-use super::{manifest, ModelPath};
+use super::validate::{self, Problem};
+use super::{arch, manifest, ModelPath};
 use crate::error::ModelError;
 
 /// Everything `tokfire inspect` shows.
@@ -47,12 +49,33 @@ pub struct ModelReport {
     /// Manifest name and licence when the file's sha256 is a manifest entry.
     pub manifest_name: Option<String>,
     pub license: Option<String>,
+    /// What the validation pass found wrong; a model with problems does not load.
+    pub problems: Vec<Problem>,
 }
 
 /// Inspects a GGUF file.
 pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
-    let g = Gguf::open(path)?;
-    let arch = g.architecture()?;
+    let g = Gguf::open_unchecked(path)?;
+    let mut problems = g.problems.clone();
+    let arch = match g.architecture() {
+        Ok(a) => a,
+        Err(_) => {
+            let found = g
+                .get("general.architecture")
+                .map_or_else(|| "nothing (the key is missing)".into(), validate::show);
+            problems.push(Problem::new(
+                "metadata key general.architecture",
+                found,
+                "a string such as llama",
+            ));
+            "?".into()
+        }
+    };
+    if arch::SUPPORTED.contains(&arch.as_str()) {
+        if let Err(p) = validate::llama_config(&g, &arch) {
+            problems.extend(p);
+        }
+    }
     let key = |k: &str| format!("{arch}.{k}");
     let mut types = BTreeMap::new();
     let mut parameters = 0u64;
@@ -60,7 +83,7 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         *types
             .entry(format!("{:?}", info.ggml_dtype).to_lowercase())
             .or_insert(0) += 1;
-        parameters += info.shape.elem_count() as u64;
+        parameters = parameters.saturating_add(info.shape.elem_count() as u64);
     }
     let sha256 = sha256_file(path)?;
     let entry = manifest::manifest()?.by_sha256(&sha256).cloned();
@@ -107,6 +130,7 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         manifest_name: entry.as_ref().map(|e| e.name.clone()),
         license: entry.map(|e| e.license),
         architecture: arch,
+        problems,
     })
 }
 
@@ -170,6 +194,7 @@ pub fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
         chat_template: template,
         manifest_name: None,
         license: None,
+        problems: Vec::new(),
     })
 }
 

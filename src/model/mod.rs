@@ -6,15 +6,18 @@ pub mod arch;
 pub mod attention;
 pub mod chat;
 pub mod gguf;
+mod header;
 pub mod hub;
 pub mod inspect;
 pub mod kv;
+mod layout;
 pub mod linear;
 pub mod llama;
 pub mod manifest;
 pub mod projections;
 pub mod synthetic;
 pub mod tokenizer;
+pub mod validate;
 pub mod weights;
 
 use std::path::{Path, PathBuf};

@@ -82,7 +82,7 @@ impl Tokenizer {
                 detail: format!("building the BPE tokenizer: {e}"),
             }
         })?;
-        let id = |key: &str| gguf.opt_u64(key).map(|x| x as u32);
+        let id = |key: &str| gguf.opt_u64(key).and_then(|x| u32::try_from(x).ok());
         let info = TokenizerInfo {
             kind: model,
             pre,

@@ -93,6 +93,9 @@ pub fn text(r: &ModelReport) -> String {
             .map(|l| format!("yes: {}", truncate(l, 64)))
             .unwrap_or_else(|| "no".into()),
     );
+    for (i, p) in r.problems.iter().enumerate() {
+        line(if i == 0 { "problems" } else { "" }, p.to_string());
+    }
     s
 }
 

@@ -1,0 +1,358 @@
+//! The second half of the validation pass, run on a GGUF whose layout [`super::layout`] has
+//! checked and before anything is built from it: every hyper-parameter of a llama-family model
+//! has the right type and lies in range (layers, heads dividing the shapes, epsilon and RoPE
+//! base finite and positive, context length), every tensor the architecture needs is present
+//! with exactly the shape its name implies, no layer beyond `block_count` hides in the file, and
+//! the tokenizer's vocabulary and special ids fit the embedding. Problems are collected, not
+//! stopped at, so `inspect` can list them all; each names the field or tensor, the value found
+//! and what was expected.
+
+use std::fmt;
+use std::ops::RangeInclusive;
+
+use candle_core::quantized::gguf_file::Value;
+
+use super::arch::LlamaConfig;
+use super::gguf::Gguf;
+use super::weights::Names;
+
+/// Largest hidden width accepted.
+const MAX_HIDDEN: u64 = 1 << 20;
+/// Largest feed-forward width accepted.
+const MAX_FFN: u64 = 1 << 22;
+/// Most layers accepted.
+const MAX_LAYERS: u64 = 1 << 12;
+/// Longest context accepted, in tokens.
+const MAX_CONTEXT: u64 = 1 << 24;
+/// Tensors every layer has (q, k, v, o, gate, up, down, two norms).
+const TENSORS_PER_LAYER: usize = 9;
+
+pub use crate::error::{Problem, Problems};
+
+/// The model's hyper-parameters when the file passes, else every problem found.
+pub(crate) fn llama_config(g: &Gguf, arch: &str) -> Result<LlamaConfig, Vec<Problem>> {
+    let mut m = Meta {
+        g,
+        arch,
+        problems: Vec::new(),
+    };
+    let cfg = m.hyper_parameters();
+    let Some(cfg) = cfg else {
+        return Err(m.problems);
+    };
+    m.tensors(&cfg);
+    m.tokenizer(cfg.vocab as u64);
+    if m.problems.is_empty() {
+        Ok(cfg)
+    } else {
+        Err(m.problems)
+    }
+}
+
+/// Reads metadata, recording a [`Problem`] for each value that is missing, mistyped or out of range.
+struct Meta<'a> {
+    g: &'a Gguf,
+    arch: &'a str,
+    problems: Vec<Problem>,
+}
+
+impl Meta<'_> {
+    fn key(&self, k: &str) -> String {
+        format!("{}.{k}", self.arch)
+    }
+
+    fn problem(&mut self, subject: impl Into<String>, found: impl fmt::Display, expected: &str) {
+        self.problems.push(Problem::new(subject, found, expected));
+    }
+
+    /// An unsigned integer under `key`, in `range`; `default` when absent (a problem if `None`).
+    fn int(&mut self, key: &str, range: RangeInclusive<u64>, default: Option<u64>) -> Option<u64> {
+        let expected = format!("an integer from {} to {}", range.start(), range.end());
+        let subject = format!("metadata key {key}");
+        let Some(v) = self.g.get(key) else {
+            if default.is_none() {
+                self.problem(subject, "nothing (the key is missing)", &expected);
+            }
+            return default;
+        };
+        match as_u64(v) {
+            Some(x) if range.contains(&x) => Some(x),
+            _ => {
+                self.problem(subject, show(v), &expected);
+                None
+            }
+        }
+    }
+
+    /// A float under `key` that `ok` accepts; `default` when absent.
+    fn float(
+        &mut self,
+        key: &str,
+        default: f64,
+        ok: fn(f64) -> bool,
+        expected: &str,
+    ) -> Option<f64> {
+        let x = match self.g.get(key) {
+            None => return Some(default),
+            Some(Value::F32(x)) => f64::from(*x),
+            Some(Value::F64(x)) => *x,
+            Some(v) => {
+                self.problem(format!("metadata key {key}"), show(v), expected);
+                return None;
+            }
+        };
+        if ok(x) {
+            Some(x)
+        } else {
+            self.problem(format!("metadata key {key}"), x, expected);
+            None
+        }
+    }
+
+    fn hyper_parameters(&mut self) -> Option<LlamaConfig> {
+        let hidden = self.int(&self.key("embedding_length"), 1..=MAX_HIDDEN, None);
+        let ffn = self.int(&self.key("feed_forward_length"), 1..=MAX_FFN, None);
+        let layers = self.int(&self.key("block_count"), 1..=MAX_LAYERS, None);
+        let heads = self.int(
+            &self.key("attention.head_count"),
+            1..=hidden.unwrap_or(MAX_HIDDEN),
+            None,
+        );
+        let kv_heads = self.int(
+            &self.key("attention.head_count_kv"),
+            1..=heads.unwrap_or(MAX_HIDDEN),
+            heads,
+        );
+        let context = self.int(&self.key("context_length"), 1..=MAX_CONTEXT, Some(4096));
+        let eps = self.float(
+            &self.key("attention.layer_norm_rms_epsilon"),
+            1e-5,
+            |x| x.is_finite() && x > 0.0 && x < 1.0,
+            "a finite number above 0 and below 1, such as 1e-5",
+        );
+        let theta = self.float(
+            &self.key("rope.freq_base"),
+            10_000.0,
+            |x| x.is_finite() && x > 0.0,
+            "a finite number above 0, such as 10000",
+        );
+        let (hidden, heads, kv_heads) = (hidden?, heads?, kv_heads?);
+        if heads % kv_heads != 0 {
+            let key = self.key("attention.head_count_kv");
+            self.problem(
+                format!("metadata key {key}"),
+                kv_heads,
+                &format!("a divisor of the {heads} attention heads"),
+            );
+        }
+        let head_dim = self.int(
+            &self.key("rope.dimension_count"),
+            2..=hidden,
+            Some(hidden / heads),
+        )?;
+        if head_dim % 2 != 0 || (self.arch == "llama" && head_dim * heads != hidden) {
+            let key = self.key("rope.dimension_count");
+            self.problem(
+                format!("metadata key {key}"),
+                head_dim,
+                &format!("an even head size; for llama, embedding_length {hidden} / {heads} heads"),
+            );
+        }
+        let vocab = self.vocab(hidden)?;
+        if !self.problems.is_empty() {
+            return None;
+        }
+        Some(LlamaConfig {
+            arch: self.arch.to_string(),
+            hidden: hidden as usize,
+            ffn: ffn? as usize,
+            layers: layers? as usize,
+            heads: heads as usize,
+            kv_heads: kv_heads as usize,
+            head_dim: head_dim as usize,
+            vocab: vocab as usize,
+            rms_eps: eps?,
+            rope_theta: theta?,
+            rope_interleaved: self.arch == "llama",
+            context_length: context? as usize,
+            qkv_bias: self.arch == "qwen2",
+        })
+    }
+
+    /// The vocabulary size: the rows of `token_embd.weight`, which `vocab_size` must match.
+    fn vocab(&mut self, hidden: u64) -> Option<u64> {
+        let name = Names::Gguf.embed();
+        let Some(info) = self.g.content.tensor_infos.get(name) else {
+            if !self.g.declared(name) {
+                self.problem(
+                    format!("tensor {name}"),
+                    "nothing (it is missing)",
+                    "the token embedding",
+                );
+            }
+            return None;
+        };
+        let dims = info.shape.dims();
+        let &[rows, cols] = dims else {
+            self.problem(
+                format!("tensor {name} shape"),
+                format!("{dims:?}"),
+                &format!("[vocab, {hidden}]"),
+            );
+            return None;
+        };
+        if cols as u64 != hidden {
+            self.problem(
+                format!("tensor {name} shape"),
+                format!("{dims:?}"),
+                &format!("[vocab, {hidden}] (embedding_length)"),
+            );
+        }
+        let key = self.key("vocab_size");
+        if let Some(v) = self.g.get(&key) {
+            if as_u64(v) != Some(rows as u64) {
+                self.problem(
+                    format!("metadata key {key}"),
+                    show(v),
+                    &format!("{rows}, the rows of {name}"),
+                );
+            }
+        }
+        Some(rows as u64)
+    }
+
+    /// Every tensor the architecture needs, with its exact shape; no layer past `block_count`.
+    fn tensors(&mut self, cfg: &LlamaConfig) {
+        let present = self.highest_layer().map_or(0, |l| l + 1);
+        if cfg.layers > self.g.content.tensor_infos.len() / TENSORS_PER_LAYER
+            || present > cfg.layers
+        {
+            let key = self.key("block_count");
+            self.problem(
+                format!("metadata key {key}"),
+                cfg.layers,
+                &format!("{present}, the layers whose tensors the file holds"),
+            );
+            return;
+        }
+        let n = Names::Gguf;
+        let (h, f, v) = (cfg.hidden, cfg.ffn, cfg.vocab);
+        let (q, kv) = (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim);
+        self.shape(n.embed(), &[v, h], true);
+        self.shape(n.head(), &[v, h], false);
+        self.shape(n.norm(), &[h], true);
+        for i in 0..cfg.layers {
+            for (part, dims) in [
+                ("q", vec![q, h]),
+                ("k", vec![kv, h]),
+                ("v", vec![kv, h]),
+                ("o", vec![h, q]),
+                ("gate", vec![f, h]),
+                ("up", vec![f, h]),
+                ("down", vec![h, f]),
+                ("attn_norm", vec![h]),
+                ("ffn_norm", vec![h]),
+            ] {
+                self.shape(&n.layer(i, part, "weight"), &dims, true);
+            }
+            if cfg.qkv_bias {
+                for (part, width) in [("q", q), ("k", kv), ("v", kv)] {
+                    self.shape(&n.layer(i, part, "bias"), &[width], false);
+                }
+            }
+        }
+    }
+
+    /// The highest `N` of the `blk.N.*` tensors present.
+    fn highest_layer(&self) -> Option<usize> {
+        self.g
+            .content
+            .tensor_infos
+            .keys()
+            .filter_map(|k| {
+                k.strip_prefix("blk.")?
+                    .split('.')
+                    .next()?
+                    .parse::<usize>()
+                    .ok()
+            })
+            .max()
+    }
+
+    fn shape(&mut self, name: &str, want: &[usize], required: bool) {
+        match self.g.content.tensor_infos.get(name) {
+            Some(info) if info.shape.dims() != want => self.problem(
+                format!("tensor {name} shape"),
+                format!("{:?}", info.shape.dims()),
+                &format!("{want:?} from the metadata's dimensions"),
+            ),
+            None if required && !self.g.declared(name) => self.problem(
+                format!("tensor {name}"),
+                "nothing (it is missing)",
+                "a tensor the architecture needs",
+            ),
+            _ => {}
+        }
+    }
+
+    /// The tokenizer's vocabulary fits the embedding; special ids index the vocabulary.
+    fn tokenizer(&mut self, vocab: u64) {
+        let tokens = match self.g.get("tokenizer.ggml.tokens") {
+            Some(Value::Array(a)) => a.len() as u64,
+            _ => vocab,
+        };
+        if tokens > vocab {
+            self.problem(
+                "metadata key tokenizer.ggml.tokens",
+                format!("{tokens} tokens"),
+                &format!("at most {vocab}, the rows of token_embd.weight"),
+            );
+        }
+        let limit = tokens.min(vocab).min(u64::from(u32::MAX));
+        for key in ["bos_token_id", "eos_token_id", "padding_token_id"] {
+            let key = format!("tokenizer.ggml.{key}");
+            if let Some(v) = self.g.get(&key) {
+                if as_u64(v).is_none_or(|id| id >= limit) {
+                    self.problem(
+                        format!("metadata key {key}"),
+                        show(v),
+                        &format!("a token id below {limit}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Any integer value that is not negative.
+pub(crate) fn as_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::U8(x) => Some(u64::from(*x)),
+        Value::U16(x) => Some(u64::from(*x)),
+        Value::U32(x) => Some(u64::from(*x)),
+        Value::U64(x) => Some(*x),
+        Value::I8(x) => u64::try_from(*x).ok(),
+        Value::I16(x) => u64::try_from(*x).ok(),
+        Value::I32(x) => u64::try_from(*x).ok(),
+        Value::I64(x) => u64::try_from(*x).ok(),
+        _ => None,
+    }
+}
+
+/// A metadata value for a message: scalars as themselves, strings quoted and cut, arrays by length.
+pub(crate) fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) if s.chars().count() > 40 => {
+            format!("the string {:?}…", s.chars().take(40).collect::<String>())
+        }
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Array(a) => format!("an array of {} values", a.len()),
+        Value::F32(x) => format!("{x} (f32)"),
+        Value::F64(x) => format!("{x} (f64)"),
+        Value::Bool(b) => format!("{b} (bool)"),
+        other => match as_u64(other) {
+            Some(x) => x.to_string(),
+            None => format!("{other:?}"),
+        },
+    }
+}

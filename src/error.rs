@@ -52,10 +52,7 @@ pub enum ModelError {
     #[error("{path}: {kind}, not a regular file; pass a .gguf file, a model directory or a manifest name")]
     NotRegularFile { path: PathBuf, kind: String },
     #[error("{path}: {problems}; the file is damaged or truncated, or not a model this engine runs: fetch it again, or see every problem with `tokfire inspect {path}`")]
-    Rejected {
-        path: PathBuf,
-        problems: Problems,
-    },
+    Rejected { path: PathBuf, problems: Problems },
     #[error("{path}: architecture '{arch}' is not supported; supported: {supported}")]
     UnsupportedArch {
         path: PathBuf,
@@ -185,4 +182,3 @@ impl std::fmt::Display for Problems {
         Ok(())
     }
 }
-

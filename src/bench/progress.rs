@@ -29,14 +29,6 @@ impl Progress {
         }
     }
 
-    /// Never draws.
-    pub fn silent() -> Self {
-        Self {
-            enabled: false,
-            drawn: false,
-        }
-    }
-
     pub fn update(&mut self, at: Position, done: usize, total: usize) {
         if !self.enabled {
             return;

@@ -65,14 +65,6 @@ impl ChatTemplate {
         })
         .map_err(|e| format!("rendering the chat template: {e:#}"))
     }
-
-    /// The template's first non-empty line, for `inspect`.
-    pub fn first_line(&self) -> &str {
-        self.source
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-    }
 }
 
 #[cfg(test)]

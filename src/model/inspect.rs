@@ -44,7 +44,7 @@ pub struct ModelReport {
     pub bos_id: Option<u64>,
     pub eos_id: Option<u64>,
     pub add_bos: Option<bool>,
-    /// First non-empty line of the chat template, when there is one.
+    /// The whole chat template, when there is one (the text report shows its first line).
     pub chat_template: Option<String>,
     /// Manifest name and licence when the file's sha256 is a manifest entry.
     pub manifest_name: Option<String>,
@@ -121,12 +121,7 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         bos_id: g.opt_u64("tokenizer.ggml.bos_token_id"),
         eos_id: g.opt_u64("tokenizer.ggml.eos_token_id"),
         add_bos: g.opt_bool("tokenizer.ggml.add_bos_token"),
-        chat_template: template.map(|t| {
-            t.lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .to_string()
-        }),
+        chat_template: template.cloned(),
         manifest_name: entry.as_ref().map(|e| e.name.clone()),
         license: entry.map(|e| e.license),
         architecture: arch,
@@ -155,12 +150,7 @@ pub fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
         .ok()
         .and_then(|t| {
             let v: serde_json::Value = serde_json::from_str(&t).ok()?;
-            v["chat_template"].as_str().map(|s| {
-                s.lines()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("")
-                    .to_string()
-            })
+            v["chat_template"].as_str().map(str::to_string)
         });
     Ok(ModelReport {
         path: ModelPath::Safetensors(dir.into()),

@@ -4,7 +4,7 @@
 //! own position; attention runs per sequence against that sequence's [`KvCache`]; logits are
 //! computed only for the rows asked for. Weights are immutable; all state is in the caches.
 
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Device, Tensor};
 
 use super::arch::LlamaConfig;
 use super::attention::{self, Dims, KvSlices, SegmentRows, Split};
@@ -442,9 +442,4 @@ fn rope_tables(
         .reshape((positions, 1))?;
     let freqs = idx.matmul(&inv.reshape((1, ()))?)?;
     Ok((freqs.cos()?, freqs.sin()?))
-}
-
-/// Greedy pick per row of `[rows, vocab]` logits.
-pub fn argmax_rows(logits: &Tensor) -> Result<Vec<u32>, EngineError> {
-    Ok(logits.argmax(D::Minus1)?.to_vec1::<u32>()?)
 }

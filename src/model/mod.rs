@@ -65,6 +65,18 @@ pub fn resolve(cfg: &ModelConfig) -> Result<ModelPath, ModelError> {
     }
     let manifest = manifest::manifest()?;
     if let Some(m) = manifest.get(spec) {
+        let cached = m.cached_path(&cfg.cache_dir);
+        // Never download what this engine cannot run.
+        if !arch::SUPPORTED.contains(&m.architecture.as_str()) && !cached.exists() {
+            return Err(ModelError::UnsupportedArch {
+                path: cached,
+                arch: format!(
+                    "{} (manifest model '{spec}', not downloaded)",
+                    m.architecture
+                ),
+                supported: arch::SUPPORTED.join(", "),
+            });
+        }
         return Ok(ModelPath::Gguf(m.ensure(&cfg.cache_dir)?));
     }
     if spec.contains('/') || spec.ends_with(".gguf") {

@@ -119,11 +119,6 @@ impl Tokenizer {
         Ok(Self { inner, info })
     }
 
-    /// Wraps an already built tokenizer (tests, synthetic models).
-    pub fn from_parts(inner: tokenizers::Tokenizer, info: TokenizerInfo) -> Self {
-        Self { inner, info }
-    }
-
     /// Encodes text; special-token strings (e.g. `<|im_start|>`) become their ids; a BOS is put
     /// first when the model asks for one.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
@@ -144,11 +139,6 @@ impl Tokenizer {
         self.inner
             .decode(ids, false)
             .map_err(|e| self.error("decoding", e))
-    }
-
-    /// The id of a token string, if it is in the vocabulary.
-    pub fn token_id(&self, token: &str) -> Option<u32> {
-        self.inner.token_to_id(token)
     }
 
     /// The underlying `tokenizers` object (e.g. to save it as `tokenizer.json`).

@@ -90,7 +90,14 @@ pub fn text(r: &ModelReport) -> String {
         "chat template",
         r.chat_template
             .as_ref()
-            .map(|l| format!("yes: {}", truncate(l, 64)))
+            .map(|t| {
+                let first = t.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                format!(
+                    "yes: {} ({} bytes; --json has it whole)",
+                    truncate(first, 64),
+                    t.len()
+                )
+            })
             .unwrap_or_else(|| "no".into()),
     );
     for (i, p) in r.problems.iter().enumerate() {

@@ -106,12 +106,7 @@ pub enum Outcome {
     Abstain { reason: String },
 }
 
-impl Outcome {
-    /// True for [`Outcome::Pass`].
-    pub fn is_pass(&self) -> bool {
-        matches!(self, Outcome::Pass)
-    }
-}
+impl Outcome {}
 
 fn fold(s: &str, case_sensitive: bool) -> String {
     if case_sensitive {

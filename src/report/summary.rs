@@ -60,8 +60,10 @@ pub fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
             w.source,
             if w.locked {
                 ", locked"
-            } else {
+            } else if w.source.starts_with("builtin:") {
                 ", NOT in the lock"
+            } else {
+                ", your own file: hash recorded, no lock needed"
             }
         ),
     );

@@ -2,8 +2,10 @@
 //! they never measure.
 
 pub mod clocks;
+pub mod html;
 pub mod inspect;
 pub mod summary;
+pub mod svg;
 pub mod text;
 
 /// Bytes as a short human figure (decimal units: kB, MB, GB).

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use roxmltree::{Document, Node, ParsingOptions};
+use tokfire::record::summary::summarize;
 use tokfire::record::{ResultsFile, RoundRecord, RunRecord, RunStatus, TaskSample};
 use tokfire::report::html::{page, SheetTable};
 
@@ -25,6 +26,37 @@ fn sheet() -> SheetTable {
             vec!["1".into(), "0.39".into(), "7.5".into()],
             vec!["2".into(), "1.83".into(), "2.8".into()],
         ],
+    }
+}
+
+/// A sheet with the record's own figures (what `report` would pass), formatted here by hand.
+fn sheet_of(run: &RunRecord) -> SheetTable {
+    let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+    let headers = [
+        "jobs",
+        "completed/attempted",
+        "median TTFT (s)",
+        "median completion (s)",
+        "per-job tok/s median",
+        "slowest job tok/s",
+        "aggregate tok/s",
+    ];
+    let rows = (run.levels.iter().map(summarize))
+        .map(|s| {
+            vec![
+                s.jobs.to_string(),
+                format!("{}/{}", s.completed, s.attempted),
+                f(s.ttft_median_s),
+                f(s.completion_median_s),
+                f(s.job_tok_s_median),
+                f(s.job_tok_s_slowest),
+                f(s.aggregate_tok_s),
+            ]
+        })
+        .collect();
+    SheetTable {
+        headers: headers.map(String::from).to_vec(),
+        rows,
     }
 }
 
@@ -144,7 +176,7 @@ fn check_page(run: &RunRecord, html: &str) {
 fn fixture_page_is_complete_and_well_formed() {
     let run = fixture();
     assert_eq!(run.levels.len(), 2, "the fixture is a 2-level sweep");
-    let html = page(&run, &sheet(), &verdict());
+    let html = page(&run, &sheet_of(&run), &verdict());
     if let Some(out) = std::env::var_os("TOKFIRE_HTML_OUT") {
         std::fs::write(out, &html).expect("TOKFIRE_HTML_OUT is writable");
     }
@@ -177,7 +209,10 @@ fn fixture_page_is_complete_and_well_formed() {
         .filter(|n| n.tag_name().name() == "td")
         .filter_map(|n| n.text())
         .collect();
-    assert!(cells.contains(&"1.83") && cells.contains(&"2.8"));
+    assert!(
+        cells.contains(&"36/36") && cells.contains(&"1.47"),
+        "{cells:?}"
+    );
     assert!(html.contains("chat@1") && html.contains("smollm2-135m-instruct-q4_1"));
     assert!(html.contains("not comfortable at 2 jobs"));
 }
@@ -295,7 +330,34 @@ fn degenerate_samples_render_without_nan() {
         println!("case: {what}");
         check_page(run, &html);
     }
-    let stall = page(&cases[4].1, &sheet(), &verdict());
-    assert!(stall.contains("class=\"stall\""), "stall band drawn");
-    assert!(stall.contains("prefill stalled decoders (1 step)"));
+}
+
+#[test]
+fn steps_that_prefilled_while_decoding_are_shaded() {
+    let mut run = fixture();
+    // Two decode steps of the 2-job level's last round also carry prompt tokens.
+    let round = run.levels[1].rounds.last_mut().expect("fixture has rounds");
+    round.steps[4].prefill_tokens = 30;
+    round.steps[11].prefill_tokens = 12;
+    let html = page(&run, &sheet_of(&run), &verdict());
+    if let Some(out) = std::env::var_os("TOKFIRE_HTML_OUT") {
+        let out = Path::new(&out).with_extension("stall.html");
+        std::fs::write(out, &html).expect("TOKFIRE_HTML_OUT is writable");
+    }
+    check_page(&run, &html);
+    let doc = parse(&html).expect("checked above");
+    let bands = |id: &str| {
+        svgs(&doc)
+            .into_iter()
+            .find(|s| s.attribute("id") == Some(id))
+            .map_or(0, |s| {
+                (s.descendants())
+                    .filter(|n| n.tag_name().name() == "rect" && has_class(n, "stall"))
+                    .filter(|n| !has_class(n, "key"))
+                    .count()
+            })
+    };
+    assert_eq!((bands("timeline-0"), bands("timeline-1")), (0, 2));
+    assert!(html.contains("prefill stalled decoders (2 steps)"));
+    assert!(html.contains("prefill stalled decoders (none in this round)"));
 }

@@ -20,8 +20,8 @@
 
 use std::fmt::Write;
 
-use super::svg::{esc, nice_ticks, Axis, Chart, Key, Scale};
-use crate::record::summary::{job_rates, summarize};
+use super::svg::{esc, nice_ticks, text_width, Axis, Chart, Key, Scale};
+use crate::record::summary::{job_rates, summarize, LevelSummary};
 use crate::record::{LevelRecord, RoundRecord, RunRecord, RunStatus, TaskSample};
 use crate::workload::Outcome;
 
@@ -48,14 +48,14 @@ svg text{font-family:system-ui,sans-serif}
 .axis{stroke:#444;stroke-width:1}.grid{stroke:#e6e6e6;stroke-width:1}
 .lane{fill:#fafafa}.lane.odd{fill:#f0f0f0}
 .queue{fill:#8c8c8c}.prefill{fill:#f28e2b}.decode{fill:#4e79a7}
-.stall{fill:#e15759;fill-opacity:.22}rect.stall.key{fill-opacity:.5}
+.stall{fill:#e15759;fill-opacity:.35;stroke:#b8282f;stroke-width:1}
 .barlabel{font-size:10px;fill:#111;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .dot{fill:#4e79a7;fill-opacity:.7;stroke:#1f3b5a;stroke-width:.5}
 .median{stroke:#e15759;stroke-width:3}rect.median{fill:#e15759;stroke:none}
 .medlabel{font-size:12px;fill:#b8282f}
 .r-med{fill:#4e79a7;stroke:#4e79a7}.r-slow{fill:#e15759;stroke:#e15759}
 .r-agg{fill:#59a14f;stroke:#59a14f}.series{fill:none;stroke-width:2}
-.sample{fill-opacity:.15;stroke-width:1}
+.sample{fill-opacity:.1;stroke-width:1.2}
 .s0{fill:#4e79a7}.s1{fill:#f28e2b}.s2{fill:#59a14f}.s3{fill:#b07aa1}
 .s4{fill:#76b7b2}.s5{fill:#edc948}.s6{fill:#9c755f}.s7{fill:#ff9da7}";
 
@@ -210,13 +210,13 @@ fn timeline(level: &LevelRecord, i: usize) -> String {
         .chain([level.jobs, 1])
         .max()
         .unwrap_or(1);
-    let lane_h = (420.0 / lanes as f64).clamp(6.0, 28.0);
+    let lane_h = (420.0 / lanes as f64).clamp(6.0, 36.0);
     let title = format!(
         "Request timeline, {}: measured round {n_measured} of {n_measured} (round index {})",
         jobs_label(level.jobs),
         round.index
     );
-    let mut c = Chart::new(&id, WIDTH, 40.0 + lanes as f64 * lane_h + 55.0, &title);
+    let mut c = Chart::new(&id, WIDTH, 64.0 + lanes as f64 * lane_h + 50.0, &title);
     let end = round
         .tasks
         .iter()
@@ -249,12 +249,12 @@ fn timeline(level: &LevelRecord, i: usize) -> String {
             None,
         );
     }
-    let stalls = stall_bands(&mut c, round, &x);
     let xa = Axis::numeric("time since the round's start (s)", &ticks, dec);
     c.axes(&x, &xa, &y, &ya);
     for t in &round.tasks {
         task_bars(&mut c, t, &x, y.at(t.job as f64), lane_h);
     }
+    let stalls = stall_bands(&mut c, round, &x);
     let stall_key = match stalls {
         0 => "prefill stalled decoders (none in this round)".to_string(),
         n => format!("prefill stalled decoders ({n} step{})", plural(n)),
@@ -331,7 +331,7 @@ fn task_bars(c: &mut Chart, t: &TaskSample, x: &Scale, lane_top: f64, lane_h: f6
         return;
     };
     let width = x.at(last.2) - x.at(first.1);
-    if lane_h >= 16.0 && width > 6.5 * t.task.chars().count() as f64 + 8.0 {
+    if lane_h >= 16.0 && width > text_width(&t.task, 10.0) + 8.0 {
         let y = lane_top + lane_h / 2.0 + 3.5;
         c.text(x.at(first.1) + 4.0, y, "start", "barlabel", &t.task);
     }
@@ -432,14 +432,8 @@ fn distribution(run: &RunRecord, m: Metric) -> String {
         if let Some(med) = crate::measure::stats::median(&values) {
             let half = band * 0.35;
             c.line(cx - half, y.at(med), cx + half, y.at(med), "median");
-            let label = format!("median {}", secs(med));
-            c.text(
-                cx + half + 6.0,
-                y.at(med) + 4.0,
-                "start",
-                "medlabel",
-                &label,
-            );
+            let label = format!("median {med:.3} s");
+            c.text(cx - half, y.at(med) - 6.0, "start", "medlabel", &label);
         }
     }
     c.legend(&[
@@ -449,26 +443,39 @@ fn distribution(run: &RunRecord, m: Metric) -> String {
     c.finish()
 }
 
+/// One line of the throughput plot: CSS class, legend label, (jobs, tok/s) points.
+type Series = (&'static str, &'static str, Vec<(usize, f64)>);
+
+/// The three throughput lines from the levels' summaries, finite points only.
+fn rate_series(sums: &[LevelSummary]) -> [Series; 3] {
+    let pick = |f: fn(&LevelSummary) -> Option<f64>| -> Vec<(usize, f64)> {
+        (sums.iter())
+            .filter_map(|s| f(s).filter(|v| v.is_finite()).map(|v| (s.jobs, v)))
+            .collect()
+    };
+    [
+        ("r-agg", "aggregate tok/s (median over rounds)", {
+            pick(|s| s.aggregate_tok_s)
+        }),
+        (
+            "r-med",
+            "per-job tok/s, median",
+            pick(|s| s.job_tok_s_median),
+        ),
+        ("r-slow", "per-job tok/s, slowest job", {
+            pick(|s| s.job_tok_s_slowest)
+        }),
+    ]
+}
+
 /// Per-job tok/s (median and slowest job) and aggregate tok/s against jobs.
 fn rates(run: &RunRecord) -> String {
     let title = "Throughput against jobs (measured rounds)";
     let mut c = Chart::new("rates", WIDTH, 380.0, title);
     let sums: Vec<_> = run.levels.iter().map(summarize).collect();
-    let series: [(&str, &str, Vec<(usize, Option<f64>)>); 3] = [
-        ("r-agg", "aggregate tok/s (median over rounds)", {
-            sums.iter().map(|s| (s.jobs, s.aggregate_tok_s)).collect()
-        }),
-        ("r-med", "per-job tok/s, median", {
-            sums.iter().map(|s| (s.jobs, s.job_tok_s_median)).collect()
-        }),
-        ("r-slow", "per-job tok/s, slowest job", {
-            sums.iter().map(|s| (s.jobs, s.job_tok_s_slowest)).collect()
-        }),
-    ];
-    let finite = |v: &Option<f64>| v.filter(|v| v.is_finite());
-    let hi = series
-        .iter()
-        .flat_map(|s| s.2.iter().filter_map(|p| finite(&p.1)))
+    let series = rate_series(&sums);
+    let hi = (series.iter())
+        .flat_map(|s| s.2.iter().map(|p| p.1))
         .fold(0.0, f64::max);
     if hi <= 0.0 {
         c.empty("no measured throughput");
@@ -487,22 +494,18 @@ fn rates(run: &RunRecord) -> String {
     };
     c.axes(&x, &xa, &y, &Axis::numeric("output tokens/s", &ticks, dec));
     per_job_samples(&mut c, run, &x, &y);
-    for (class, label, points) in &series {
-        let pts: Vec<(usize, f64)> = points
-            .iter()
-            .filter_map(|(j, v)| finite(v).map(|v| (*j, v)))
-            .collect();
-        let px: Vec<(f64, f64)> = pts
-            .iter()
+    for ((class, label, points), r) in series.iter().zip([7.0, 5.0, 3.5]) {
+        let px: Vec<(f64, f64)> = (points.iter())
             .map(|(j, v)| (x.at(*j as f64), y.at(*v)))
             .collect();
         c.polyline(&px, &format!("series {class}"));
-        for ((j, v), (cx, cy)) in pts.iter().zip(&px) {
+        for ((j, v), (cx, cy)) in points.iter().zip(&px) {
             let tip = format!("{}: {label} {v:.1}", jobs_label(*j));
-            c.circle(*cx, *cy, 4.5, class, Some(&tip));
+            c.circle(*cx, *cy, r, class, Some(&tip));
         }
     }
-    let keys: Vec<Key> = series.iter().map(|s| Key::dot(s.0, s.1)).collect();
+    let mut keys: Vec<Key> = series.iter().map(|s| Key::dot(s.0, s.1)).collect();
+    keys.push(Key::dot("r-med sample", "one job in one round"));
     c.legend(&keys);
     c.finish()
 }
@@ -557,11 +560,13 @@ fn batch_histogram(run: &RunRecord) -> String {
     };
     c.axes(&x, &xa, &y, &Axis::numeric("decode steps", &ticks, 0));
     let group = x.at(1.0) - x.at(0.0);
-    let bar = group * 0.8 / hists.len().max(1) as f64;
+    // Bars at most 70 px wide, the group centred on its tick.
+    let bar = (group * 0.8 / hists.len().max(1) as f64).min(70.0);
+    let offset = (group - bar * hists.len() as f64) / 2.0;
     for (li, (jobs, h)) in hists.iter().enumerate() {
         for (si, size) in sizes.iter().enumerate() {
             let n = h.get(size).copied().unwrap_or(0);
-            let left = x.at(si as f64) + group * 0.1 + li as f64 * bar;
+            let left = x.at(si as f64) + offset + li as f64 * bar;
             let tip = format!(
                 "{}: {n} decode step{} carried {size} sequence{}",
                 jobs_label(*jobs),

@@ -36,6 +36,24 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// Approximate width in pixels of `text` at `size` px in a sans-serif font (DejaVu Sans
+/// advance widths, grouped), for laying out legends and deciding whether a label fits.
+pub fn text_width(text: &str, size: f64) -> f64 {
+    let em: f64 = text
+        .chars()
+        .map(|c| match c {
+            'i' | 'l' | 'j' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' => 0.28,
+            ' ' | '(' | ')' | '[' | ']' | '/' | '-' | 'f' | 't' | 'r' => 0.37,
+            'm' | 'w' | 'M' | 'W' => 0.92,
+            's' | 'z' => 0.53,
+            'c' | 'k' | 'v' | 'x' | 'y' => 0.58,
+            c if c.is_ascii_uppercase() => 0.70,
+            _ => 0.62,
+        })
+        .sum();
+    em * size
+}
+
 /// A linear map from a data domain to a pixel range. A domain of zero or non-finite span is
 /// widened to one unit so no division by zero happens.
 #[derive(Debug, Clone, Copy)]
@@ -171,7 +189,7 @@ impl Chart {
         Self {
             out,
             left: 70.0,
-            top: 40.0,
+            top: 64.0,
             right: width - 20.0,
             bottom: height - 50.0,
         }
@@ -205,23 +223,18 @@ impl Chart {
         );
     }
 
-    /// Writes the legend in one row, right-aligned on the title line.
+    /// Writes the legend in one row under the title, aligned with the plot area's left edge.
     pub fn legend(&mut self, keys: &[Key]) {
-        // Approximate text width: 7 px per character at the legend's 12 px font.
-        let widths: Vec<f64> = keys
-            .iter()
-            .map(|k| 24.0 + 7.0 * k.label.chars().count() as f64)
-            .collect();
-        let mut x = self.right - widths.iter().sum::<f64>();
-        for (k, w) in keys.iter().zip(widths) {
+        let mut x = self.left;
+        for k in keys {
             let class = format!("{} key", k.class);
             if k.dot {
-                self.circle(x + 6.0, 18.0, 5.0, &class, None);
+                self.circle(x + 6.0, 40.0, 5.0, &class, None);
             } else {
-                self.rect(x, 12.0, 12.0, 12.0, &class, None);
+                self.rect(x, 34.0, 12.0, 12.0, &class, None);
             }
-            self.text(x + 17.0, 22.0, "start", "legend", &k.label);
-            x += w;
+            self.text(x + 17.0, 44.0, "start", "legend", &k.label);
+            x += 34.0 + text_width(&k.label, 12.0);
         }
     }
 

@@ -108,7 +108,7 @@ fn svgs<'a>(doc: &'a Document) -> Vec<Node<'a, 'a>> {
         .collect()
 }
 
-/// Parses the page and checks what holds for any record; returns the document.
+/// Parses the page and checks what must hold for any record.
 fn check_page(run: &RunRecord, html: &str) {
     let doc = parse(html).unwrap_or_else(|e| panic!("page is not XML: {e}"));
     let plots = svgs(&doc);
@@ -330,6 +330,16 @@ fn degenerate_samples_render_without_nan() {
         println!("case: {what}");
         check_page(run, &html);
     }
+    // A damaged record claiming absurd job indices renders a bounded page.
+    let mut huge = base;
+    huge.levels[0].jobs = usize::MAX;
+    if let Some(r) = huge.levels[0].rounds.last_mut() {
+        r.tasks[0].job = usize::MAX;
+    }
+    let html = page(&huge, &sheet(), &verdict());
+    let doc = parse(&html).expect("page is XML");
+    assert_eq!(svgs(&doc).len(), huge.levels.len() + 4);
+    assert!(html.len() < 1_000_000, "{} bytes", html.len());
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //!    `[start + queue_wait, start + TTFT]` and decode `[start + TTFT, start + completion]`. A task
 //!    without a first token has no decode bar and its prefill bar runs to its completion. **A bar
 //!    is drawn only when both its ends are finite and its length is above zero**; bars narrower
-//!    than one pixel are widened to one so they can be hovered. Steps that carried prompt tokens
+//!    than one pixel are widened to one so they can be hovered (at most 512 lanes). Steps that carried prompt tokens
 //!    while sequences were decoding are shaded: there, prefill stalled the decoders;
 //! 2. TTFT and 3. completion distributions per level: every sample a dot (jittered sideways by
 //!    a fixed sequence, so the page is the same on every render), the median a line;
@@ -34,7 +34,12 @@ pub struct SheetTable {
     pub rows: Vec<Vec<String>>,
 }
 
+/// Width of every plot, pixels.
 const WIDTH: f64 = 1200.0;
+
+/// A timeline draws at most this many job lanes (a record claiming more is damaged or beyond
+/// what one page can show); tasks of jobs past the last lane are left out.
+const MAX_LANES: usize = 512;
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1240px}
 h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:28px 0 8px}
@@ -203,13 +208,11 @@ fn timeline(level: &LevelRecord, i: usize) -> String {
         c.empty("no measured round in this level");
         return c.finish();
     };
-    let lanes = round
-        .tasks
-        .iter()
-        .map(|t| t.job + 1)
+    let lanes = (round.tasks.iter())
+        .map(|t| t.job.saturating_add(1))
         .chain([level.jobs, 1])
         .max()
-        .unwrap_or(1);
+        .map_or(1, |n| n.min(MAX_LANES));
     let lane_h = (420.0 / lanes as f64).clamp(6.0, 36.0);
     let title = format!(
         "Request timeline, {}: measured round {n_measured} of {n_measured} (round index {})",
@@ -251,7 +254,7 @@ fn timeline(level: &LevelRecord, i: usize) -> String {
     }
     let xa = Axis::numeric("time since the round's start (s)", &ticks, dec);
     c.axes(&x, &xa, &y, &ya);
-    for t in &round.tasks {
+    for t in round.tasks.iter().filter(|t| t.job < lanes) {
         task_bars(&mut c, t, &x, y.at(t.job as f64), lane_h);
     }
     let stalls = stall_bands(&mut c, round, &x);

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 /// Escapes text for XML and HTML content and attribute values.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -25,7 +25,7 @@ pub fn esc(s: &str) -> String {
 }
 
 /// A coordinate for an attribute: two decimals, and 0 for a value that is not finite.
-pub fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     let v = if v.is_finite() { v } else { 0.0 };
     let s = format!("{v:.2}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
@@ -38,7 +38,7 @@ pub fn num(v: f64) -> String {
 
 /// Approximate width in pixels of `text` at `size` px in a sans-serif font (DejaVu Sans
 /// advance widths, grouped), for laying out legends and deciding whether a label fits.
-pub fn text_width(text: &str, size: f64) -> f64 {
+pub(crate) fn text_width(text: &str, size: f64) -> f64 {
     let em: f64 = text
         .chars()
         .map(|c| match c {
@@ -57,7 +57,7 @@ pub fn text_width(text: &str, size: f64) -> f64 {
 /// A linear map from a data domain to a pixel range. A domain of zero or non-finite span is
 /// widened to one unit so no division by zero happens.
 #[derive(Debug, Clone, Copy)]
-pub struct Scale {
+pub(crate) struct Scale {
     d0: f64,
     d1: f64,
     r0: f64,
@@ -66,7 +66,7 @@ pub struct Scale {
 
 impl Scale {
     /// Maps `[d0, d1]` onto `[r0, r1]`.
-    pub fn new(d0: f64, d1: f64, r0: f64, r1: f64) -> Self {
+    pub(crate) fn new(d0: f64, d1: f64, r0: f64, r1: f64) -> Self {
         let d0 = if d0.is_finite() { d0 } else { 0.0 };
         let d1 = if d1.is_finite() && d1 > d0 {
             d1
@@ -77,22 +77,17 @@ impl Scale {
     }
 
     /// The pixel position of `v` (values outside the domain extrapolate; NaN maps to `r0`).
-    pub fn at(&self, v: f64) -> f64 {
+    pub(crate) fn at(&self, v: f64) -> f64 {
         if !v.is_finite() {
             return self.r0;
         }
         self.r0 + (v - self.d0) / (self.d1 - self.d0) * (self.r1 - self.r0)
     }
-
-    /// The data domain after widening.
-    pub fn domain(&self) -> (f64, f64) {
-        (self.d0, self.d1)
-    }
 }
 
 /// Roughly `n` round tick values covering `[lo, hi]`, and the decimals their labels need.
 /// The first tick is ≤ `lo` and the last ≥ `hi`, so a domain set from them holds all data.
-pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> (Vec<f64>, usize) {
+pub(crate) fn nice_ticks(lo: f64, hi: f64, n: usize) -> (Vec<f64>, usize) {
     let lo = if lo.is_finite() { lo } else { 0.0 };
     let hi = if hi.is_finite() && hi > lo {
         hi
@@ -115,23 +110,24 @@ pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> (Vec<f64>, usize) {
 
 /// One legend entry: a CSS class for the swatch, its shape, and the label.
 #[derive(Debug, Clone)]
-pub struct Key {
+pub(crate) struct Key {
     /// Class of the swatch (also the class of the marks it stands for).
-    pub class: String,
+    pub(crate) class: String,
     /// Drawn as a dot rather than a box.
-    pub dot: bool,
-    pub label: String,
+    pub(crate) dot: bool,
+    /// What the swatch stands for.
+    pub(crate) label: String,
 }
 
 impl Key {
     /// A box swatch.
-    pub fn bar(class: &str, label: &str) -> Self {
+    pub(crate) fn bar(class: &str, label: &str) -> Self {
         let (class, label, dot) = (class.into(), label.into(), false);
         Self { class, dot, label }
     }
 
     /// A dot swatch.
-    pub fn dot(class: &str, label: &str) -> Self {
+    pub(crate) fn dot(class: &str, label: &str) -> Self {
         let (class, label, dot) = (class.into(), label.into(), true);
         Self { class, dot, label }
     }
@@ -139,16 +135,16 @@ impl Key {
 
 /// Axis tick positions with their labels.
 #[derive(Debug, Clone, Default)]
-pub struct Axis {
+pub(crate) struct Axis {
     /// Axis title, with its unit.
-    pub label: String,
+    pub(crate) label: String,
     /// (value, label) pairs.
-    pub ticks: Vec<(f64, String)>,
+    pub(crate) ticks: Vec<(f64, String)>,
 }
 
 impl Axis {
     /// Ticks labelled with `decimals` decimals.
-    pub fn numeric(label: &str, ticks: &[f64], decimals: usize) -> Self {
+    pub(crate) fn numeric(label: &str, ticks: &[f64], decimals: usize) -> Self {
         let ticks = ticks
             .iter()
             .map(|&t| (t, format!("{t:.decimals$}")))
@@ -162,19 +158,22 @@ impl Axis {
 
 /// A chart under construction: an `<svg>` of a fixed size with a plot area inside margins.
 /// Marks are appended with the helpers; [`Chart::finish`] closes the element.
-pub struct Chart {
+pub(crate) struct Chart {
     out: String,
-    /// Plot area, pixels: left, top, right, bottom.
-    pub left: f64,
-    pub top: f64,
-    pub right: f64,
-    pub bottom: f64,
+    /// Left edge of the plot area, pixels.
+    pub(crate) left: f64,
+    /// Top edge of the plot area, pixels.
+    pub(crate) top: f64,
+    /// Right edge of the plot area, pixels.
+    pub(crate) right: f64,
+    /// Bottom edge of the plot area (the x axis), pixels.
+    pub(crate) bottom: f64,
 }
 
 impl Chart {
     /// Opens an `<svg>` of `width` × `height` pixels with a title line above the plot area.
     /// `id` names the element (for the test and for links).
-    pub fn new(id: &str, width: f64, height: f64, title: &str) -> Self {
+    pub(crate) fn new(id: &str, width: f64, height: f64, title: &str) -> Self {
         let mut out = String::new();
         let _ = write!(
             out,
@@ -196,7 +195,7 @@ impl Chart {
     }
 
     /// Draws the frame, grid lines, ticks and labels. `x` and `y` map data to pixels.
-    pub fn axes(&mut self, x: &Scale, xa: &Axis, y: &Scale, ya: &Axis) {
+    pub(crate) fn axes(&mut self, x: &Scale, xa: &Axis, y: &Scale, ya: &Axis) {
         let (l, t, r, b) = (self.left, self.top, self.right, self.bottom);
         for (v, label) in &ya.ticks {
             let py = y.at(*v);
@@ -224,7 +223,7 @@ impl Chart {
     }
 
     /// Writes the legend in one row under the title, aligned with the plot area's left edge.
-    pub fn legend(&mut self, keys: &[Key]) {
+    pub(crate) fn legend(&mut self, keys: &[Key]) {
         let mut x = self.left;
         for k in keys {
             let class = format!("{} key", k.class);
@@ -239,7 +238,7 @@ impl Chart {
     }
 
     /// A rectangle with an optional `<title>` tooltip. Negative sizes are drawn as zero.
-    pub fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, class: &str, tip: Option<&str>) {
+    pub(crate) fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, class: &str, tip: Option<&str>) {
         let _ = write!(
             self.out,
             "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"",
@@ -253,7 +252,7 @@ impl Chart {
     }
 
     /// A circle with an optional tooltip.
-    pub fn circle(&mut self, cx: f64, cy: f64, r: f64, class: &str, tip: Option<&str>) {
+    pub(crate) fn circle(&mut self, cx: f64, cy: f64, r: f64, class: &str, tip: Option<&str>) {
         let _ = write!(
             self.out,
             "<circle class=\"{}\" cx=\"{}\" cy=\"{}\" r=\"{}\"",
@@ -266,7 +265,7 @@ impl Chart {
     }
 
     /// A line segment.
-    pub fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, class: &str) {
+    pub(crate) fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, class: &str) {
         let _ = writeln!(
             self.out,
             "<line class=\"{}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>",
@@ -278,8 +277,8 @@ impl Chart {
         );
     }
 
-    /// A polyline through `points` (pixels), with an optional tooltip.
-    pub fn polyline(&mut self, points: &[(f64, f64)], class: &str) {
+    /// A polyline through `points` (pixels).
+    pub(crate) fn polyline(&mut self, points: &[(f64, f64)], class: &str) {
         let pts: Vec<String> = points
             .iter()
             .map(|(x, y)| format!("{},{}", num(*x), num(*y)))
@@ -293,7 +292,7 @@ impl Chart {
     }
 
     /// Text anchored `start`, `middle` or `end` at (x, y).
-    pub fn text(&mut self, x: f64, y: f64, anchor: &str, class: &str, text: &str) {
+    pub(crate) fn text(&mut self, x: f64, y: f64, anchor: &str, class: &str, text: &str) {
         let _ = writeln!(
             self.out,
             "<text class=\"{}\" x=\"{}\" y=\"{}\" text-anchor=\"{}\">{}</text>",
@@ -306,7 +305,7 @@ impl Chart {
     }
 
     /// A centred note in the plot area, for a chart with nothing to draw.
-    pub fn empty(&mut self, note: &str) {
+    pub(crate) fn empty(&mut self, note: &str) {
         let (x, y) = (
             (self.left + self.right) / 2.0,
             (self.top + self.bottom) / 2.0,
@@ -315,7 +314,7 @@ impl Chart {
     }
 
     /// Closes the `<svg>` element and returns its markup.
-    pub fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         self.out.push_str("</svg>\n");
         self.out
     }
@@ -359,8 +358,9 @@ mod tests {
 
     #[test]
     fn ticks_are_round_and_cover_the_data() {
-        let (t, d) = nice_ticks(0.0, 12.9, 6);
+        let (t, d) = nice_ticks(0.0, 12.9, 10);
         assert_eq!(t, vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]);
+        assert_eq!(nice_ticks(0.0, 12.9, 6).0, vec![0.0, 5.0, 10.0, 15.0]);
         assert_eq!(d, 0);
         let (t, d) = nice_ticks(0.38, 0.46, 4);
         assert!(t[0] <= 0.38 && *t.last().unwrap() >= 0.46);

@@ -57,7 +57,7 @@ svg text{font-family:system-ui,sans-serif}
 .barlabel{font-size:10px;fill:#111;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .dot{fill:#4e79a7;fill-opacity:.7;stroke:#1f3b5a;stroke-width:.5}
 .median{stroke:#e15759;stroke-width:3}rect.median{fill:#e15759;stroke:none}
-.medlabel{font-size:12px;fill:#b8282f}
+.medlabel{font-size:12px;font-weight:600;fill:#b8282f;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .r-med{fill:#4e79a7;stroke:#4e79a7}.r-slow{fill:#e15759;stroke:#e15759}
 .r-agg{fill:#59a14f;stroke:#59a14f}.series{fill:none;stroke-width:2}
 .sample{fill-opacity:.1;stroke-width:1.2}

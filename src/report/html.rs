@@ -8,8 +8,9 @@
 //!    `[start + queue_wait, start + TTFT]` and decode `[start + TTFT, start + completion]`. A task
 //!    without a first token has no decode bar and its prefill bar runs to its completion. **A bar
 //!    is drawn only when both its ends are finite and its length is above zero**; bars narrower
-//!    than one pixel are widened to one so they can be hovered (at most 512 lanes). Steps that carried prompt tokens
-//!    while sequences were decoding are shaded: there, prefill stalled the decoders;
+//!    than one pixel are widened to one so they can be hovered. At most 512 lanes are drawn.
+//!    Steps that carried prompt tokens while sequences were decoding are shaded: there, prefill
+//!    stalled the decoders;
 //! 2. TTFT and 3. completion distributions per level: every sample a dot (jittered sideways by
 //!    a fixed sequence, so the page is the same on every render), the median a line;
 //! 4. per-job tok/s (median and slowest job) and aggregate tok/s against jobs;

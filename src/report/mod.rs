@@ -6,6 +6,7 @@ pub mod columns;
 pub mod html;
 pub mod inspect;
 pub mod summary;
+pub mod svg;
 pub mod text;
 
 /// Bytes as a short human figure (decimal units: kB, MB, GB).

@@ -1,0 +1,373 @@
+//! The HTML report on a stored record (a 2-level sweep): the page parses as XML, holds one
+//! `<svg>` per plot, each level's timeline has exactly one bar per request per phase, no number
+//! is NaN or infinite, nothing is fetched from the network, and user text is escaped. Degenerate
+//! records (no levels, no measured rounds, no tasks, zero or non-finite durations) render too.
+//!
+//! Set `TOKFIRE_HTML_OUT=/tmp/report.html` to keep the fixture's page for a look in a browser.
+
+use std::path::Path;
+
+use roxmltree::{Document, Node, ParsingOptions};
+use tokfire::record::summary::summarize;
+use tokfire::record::{ResultsFile, RoundRecord, RunRecord, RunStatus, TaskSample};
+use tokfire::report::html::{page, SheetTable};
+
+fn fixture() -> RunRecord {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/record-v1.json");
+    let text = std::fs::read_to_string(path).expect("fixture present");
+    let file: ResultsFile = serde_json::from_str(&text).expect("fixture is a record");
+    file.runs.into_iter().next().expect("fixture has a run")
+}
+
+fn sheet() -> SheetTable {
+    SheetTable {
+        headers: vec!["jobs".into(), "median TTFT (s)".into(), "agg tok/s".into()],
+        rows: vec![
+            vec!["1".into(), "0.39".into(), "7.5".into()],
+            vec!["2".into(), "1.83".into(), "2.8".into()],
+        ],
+    }
+}
+
+/// A sheet with the record's own figures (what `report` would pass), formatted here by hand.
+fn sheet_of(run: &RunRecord) -> SheetTable {
+    let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+    let headers = [
+        "jobs",
+        "completed/attempted",
+        "median TTFT (s)",
+        "median completion (s)",
+        "per-job tok/s median",
+        "slowest job tok/s",
+        "aggregate tok/s",
+    ];
+    let rows = (run.levels.iter().map(summarize))
+        .map(|s| {
+            vec![
+                s.jobs.to_string(),
+                format!("{}/{}", s.completed, s.attempted),
+                f(s.ttft_median_s),
+                f(s.completion_median_s),
+                f(s.job_tok_s_median),
+                f(s.job_tok_s_slowest),
+                f(s.aggregate_tok_s),
+            ]
+        })
+        .collect();
+    SheetTable {
+        headers: headers.map(String::from).to_vec(),
+        rows,
+    }
+}
+
+fn verdict() -> Vec<String> {
+    vec![
+        "comfortable at 1 job".into(),
+        "not comfortable at 2 jobs".into(),
+    ]
+}
+
+/// The bars the timeline must hold for one task, counted from the record with the documented
+/// rule: queue `[start, start+wait]`, prefill `[start+wait, start+ttft]` (to completion without
+/// a first token), decode `[start+ttft, start+completion]`; a bar only with finite ends and a
+/// length above zero.
+fn expected_bars(t: &TaskSample) -> [usize; 3] {
+    let ok = |a: f64, b: f64| usize::from(a.is_finite() && b.is_finite() && b > a);
+    let (a, q, e) = (
+        t.start_s,
+        t.start_s + t.queue_wait_s,
+        t.start_s + t.completion_s,
+    );
+    match t.ttft_s {
+        Some(f) => [ok(a, q), ok(q, a + f), ok(a + f, e)],
+        None => [ok(a, q), ok(q, e), 0],
+    }
+}
+
+fn last_measured(run: &RunRecord, level: usize) -> Option<&RoundRecord> {
+    run.levels[level].rounds.iter().rev().find(|r| !r.warmup)
+}
+
+/// Parses as XML; the page's `<!DOCTYPE html>` is the one DTD it carries.
+fn parse(html: &str) -> Result<Document<'_>, roxmltree::Error> {
+    let opt = ParsingOptions {
+        allow_dtd: true,
+        ..ParsingOptions::default()
+    };
+    Document::parse_with_options(html, opt)
+}
+
+fn has_class(n: &Node, class: &str) -> bool {
+    n.attribute("class")
+        .is_some_and(|c| c.split_whitespace().any(|w| w == class))
+}
+
+fn svgs<'a>(doc: &'a Document) -> Vec<Node<'a, 'a>> {
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "svg")
+        .collect()
+}
+
+/// Parses the page and checks what must hold for any record.
+fn check_page(run: &RunRecord, html: &str) {
+    let doc = parse(html).unwrap_or_else(|e| panic!("page is not XML: {e}"));
+    let plots = svgs(&doc);
+    assert_eq!(plots.len(), run.levels.len() + 4, "one <svg> per plot");
+    for id in ["ttft", "completion", "rates", "batch"] {
+        assert!(plots.iter().any(|s| s.attribute("id") == Some(id)), "{id}");
+    }
+    for n in doc.descendants().filter(|n| n.is_element()) {
+        for a in n.attributes() {
+            let numeric = [
+                "x", "y", "width", "height", "cx", "cy", "r", "x1", "y1", "x2", "y2",
+            ];
+            if numeric.contains(&a.name()) {
+                let v: f64 = a.value().parse().unwrap_or(f64::NAN);
+                assert!(v.is_finite(), "{}={:?}", a.name(), a.value());
+            }
+        }
+    }
+    let words: Vec<&str> = html.split(|c: char| !c.is_alphanumeric()).collect();
+    for bad in ["NaN", "inf", "Infinity", "infinity"] {
+        assert!(!words.contains(&bad), "the page contains {bad:?}");
+    }
+    let allowed = ["http://www.w3.org/2000/svg", "http://www.w3.org/1999/xhtml"];
+    for (i, _) in html.match_indices("http") {
+        let rest = &html[i..];
+        if rest.starts_with("http://") || rest.starts_with("https://") {
+            let ok = allowed.iter().any(|a| rest.starts_with(&format!("{a}\"")))
+                && html[..i].ends_with("xmlns=\"");
+            assert!(ok, "network reference: {}", &rest[..rest.len().min(60)]);
+        }
+    }
+    for tag in ["script", "link", "img", "iframe", "object", "image", "use"] {
+        assert!(
+            !doc.descendants().any(|n| n.tag_name().name() == tag),
+            "{tag}"
+        );
+    }
+    // Every timeline bar's count matches the record.
+    for (i, _) in run.levels.iter().enumerate() {
+        let id = format!("timeline-{i}");
+        let svg = plots
+            .iter()
+            .find(|s| s.attribute("id") == Some(id.as_str()))
+            .unwrap_or_else(|| panic!("no {id}"));
+        let bars = |phase: &str| {
+            svg.descendants()
+                .filter(|n| has_class(n, "bar") && has_class(n, phase))
+                .inspect(|n| {
+                    let tip = n.children().find(|c| c.tag_name().name() == "title");
+                    assert!(tip.and_then(|t| t.text()).is_some(), "bar without tooltip");
+                })
+                .count()
+        };
+        let want = last_measured(run, i).map_or([0; 3], |r| {
+            r.tasks.iter().map(expected_bars).fold([0; 3], |acc, b| {
+                [acc[0] + b[0], acc[1] + b[1], acc[2] + b[2]]
+            })
+        });
+        let got = [bars("queue"), bars("prefill"), bars("decode")];
+        assert_eq!(got, want, "{id}: queue, prefill, decode bars");
+    }
+}
+
+#[test]
+fn fixture_page_is_complete_and_well_formed() {
+    let run = fixture();
+    assert_eq!(run.levels.len(), 2, "the fixture is a 2-level sweep");
+    let html = page(&run, &sheet_of(&run), &verdict());
+    if let Some(out) = std::env::var_os("TOKFIRE_HTML_OUT") {
+        std::fs::write(out, &html).expect("TOKFIRE_HTML_OUT is writable");
+    }
+    check_page(&run, &html);
+    let doc = parse(&html).expect("checked above");
+    // The fixture's last measured rounds: 6 and 12 tasks, each with prefill and decode.
+    let decode = |id: &str| {
+        svgs(&doc)
+            .into_iter()
+            .find(|s| s.attribute("id") == Some(id))
+            .map_or(0, |s| {
+                s.descendants()
+                    .filter(|n| has_class(n, "bar") && has_class(n, "decode"))
+                    .count()
+            })
+    };
+    assert_eq!((decode("timeline-0"), decode("timeline-1")), (6, 12));
+    // Every measured TTFT and completion sample is a dot: 2 levels × 3 rounds × (6 + 12) tasks.
+    for id in ["ttft", "completion"] {
+        let svg = svgs(&doc)
+            .into_iter()
+            .find(|s| s.attribute("id") == Some(id));
+        let dots = svg.map_or(0, |s| {
+            s.descendants().filter(|n| has_class(n, "dot")).count() - 1 // minus the legend's
+        });
+        assert_eq!(dots, 3 * 6 + 3 * 12, "{id} dots");
+    }
+    let cells: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "td")
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(
+        cells.contains(&"36/36") && cells.contains(&"1.47"),
+        "{cells:?}"
+    );
+    assert!(html.contains("chat@1") && html.contains("smollm2-135m-instruct-q4_1"));
+    assert!(html.contains("not comfortable at 2 jobs"));
+}
+
+#[test]
+fn user_text_is_escaped() {
+    let nasty = "<b>&amp;\"x\"'y'</b>";
+    let mut run = fixture();
+    run.workload.name = nasty.into();
+    run.config.model.model = nasty.into();
+    run.status = RunStatus::Failed {
+        error: nasty.into(),
+    };
+    for r in &mut run.levels[0].rounds {
+        for t in &mut r.tasks {
+            t.task = nasty.into();
+        }
+    }
+    let mut sheet = sheet();
+    sheet.headers[0] = nasty.into();
+    sheet.rows[0][0] = nasty.into();
+    let html = page(&run, &sheet, &[nasty.into()]);
+    check_page(&run, &html);
+    assert!(!html.contains("<b>"), "raw markup leaked into the page");
+    let doc = parse(&html).expect("checked above");
+    let texts = |tag: &str| {
+        doc.descendants()
+            .filter(|n| n.tag_name().name() == tag)
+            .filter_map(|n| n.text().map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+    assert!(texts("h1").iter().any(|t| t.contains(nasty)));
+    assert!(texts("th").iter().any(|t| t == nasty));
+    assert!(texts("td").iter().any(|t| t == nasty));
+    assert!(texts("li").iter().any(|t| t == nasty));
+    assert!(
+        texts("title").iter().any(|t| t.starts_with(nasty)),
+        "task tooltip"
+    );
+}
+
+#[test]
+fn failed_run_with_no_levels() {
+    let mut run = fixture();
+    run.levels.clear();
+    run.status = RunStatus::Failed {
+        error: "model did not load".into(),
+    };
+    let html = page(
+        &run,
+        &SheetTable {
+            headers: vec![],
+            rows: vec![],
+        },
+        &[],
+    );
+    check_page(&run, &html);
+    assert!(html.contains("failed: model did not load"));
+}
+
+#[test]
+fn degenerate_samples_render_without_nan() {
+    let base = fixture();
+    let mut cases: Vec<(&str, RunRecord)> = Vec::new();
+    let mut zero = base.clone();
+    for l in &mut zero.levels {
+        for r in &mut l.rounds {
+            (r.wall_s, r.forward_s) = (0.0, 0.0);
+            for t in &mut r.tasks {
+                (t.start_s, t.queue_wait_s, t.completion_s) = (0.0, 0.0, 0.0);
+                t.ttft_s = Some(0.0);
+                t.output_tokens = 0;
+            }
+            for s in &mut r.steps {
+                (s.at_s, s.forward_s, s.step_s) = (0.0, 0.0, 0.0);
+            }
+        }
+    }
+    cases.push(("all-zero durations", zero));
+    let mut no_ttft = base.clone();
+    no_ttft
+        .levels
+        .iter_mut()
+        .flat_map(|l| &mut l.rounds)
+        .for_each(|r| {
+            r.tasks.iter_mut().for_each(|t| t.ttft_s = None);
+        });
+    cases.push(("no TTFT", no_ttft));
+    let mut warm_only = base.clone();
+    warm_only.levels[1].rounds.retain(|r| r.warmup);
+    cases.push(("a level without measured rounds", warm_only));
+    let mut no_tasks = base.clone();
+    no_tasks
+        .levels
+        .iter_mut()
+        .flat_map(|l| &mut l.rounds)
+        .for_each(|r| {
+            r.tasks.clear();
+            r.steps.clear();
+        });
+    cases.push(("no tasks", no_tasks));
+    let mut mixed = base.clone();
+    let r = &mut mixed.levels[0].rounds[1];
+    r.tasks[0].start_s = f64::NAN;
+    r.tasks[1].completion_s = f64::INFINITY;
+    r.tasks[2].ttft_s = Some(f64::NEG_INFINITY);
+    r.tasks[3].queue_wait_s = -1.0;
+    r.wall_s = f64::NAN;
+    r.steps[0].step_s = f64::INFINITY;
+    // A step that prefilled while others decoded is shaded.
+    mixed.levels[1].rounds[3].steps[4].prefill_tokens = 10;
+    cases.push(("non-finite samples", mixed));
+    for (what, run) in &cases {
+        let html = page(run, &sheet(), &verdict());
+        println!("case: {what}");
+        check_page(run, &html);
+    }
+    // A damaged record claiming absurd job indices renders a bounded page.
+    let mut huge = base;
+    huge.levels[0].jobs = usize::MAX;
+    if let Some(r) = huge.levels[0].rounds.last_mut() {
+        r.tasks[0].job = usize::MAX;
+    }
+    let html = page(&huge, &sheet(), &verdict());
+    let doc = parse(&html).expect("page is XML");
+    assert_eq!(svgs(&doc).len(), huge.levels.len() + 4);
+    assert!(html.len() < 1_000_000, "{} bytes", html.len());
+}
+
+#[test]
+fn steps_that_prefilled_while_decoding_are_shaded() {
+    let mut run = fixture();
+    // Two decode steps of the 2-job level's last round also carry prompt tokens.
+    let round = run.levels[1].rounds.last_mut().expect("fixture has rounds");
+    round.steps[4].prefill_tokens = 30;
+    round.steps[11].prefill_tokens = 12;
+    let html = page(&run, &sheet_of(&run), &verdict());
+    if let Some(out) = std::env::var_os("TOKFIRE_HTML_OUT") {
+        let out = Path::new(&out).with_extension("stall.html");
+        std::fs::write(out, &html).expect("TOKFIRE_HTML_OUT is writable");
+    }
+    check_page(&run, &html);
+    let doc = parse(&html).expect("checked above");
+    let bands = |id: &str| {
+        svgs(&doc)
+            .into_iter()
+            .find(|s| s.attribute("id") == Some(id))
+            .map_or(0, |s| {
+                (s.descendants())
+                    .filter(|n| n.tag_name().name() == "rect" && has_class(n, "stall"))
+                    .filter(|n| !has_class(n, "key"))
+                    .count()
+            })
+    };
+    assert_eq!((bands("timeline-0"), bands("timeline-1")), (0, 2));
+    assert!(html.contains("prefill stalled decoders (2 steps)"));
+    assert!(html.contains("prefill stalled decoders (none in this round)"));
+}

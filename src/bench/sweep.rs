@@ -63,15 +63,21 @@ pub fn run(
     writer.save(&record)?;
     let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {
         writer.save(&record)?;
+        let setup = RoundSetup {
+            loaded: &loaded,
+            workload: &workload,
+            scheduler: record.scheduler,
+            sampling: cfg.sampling.clone(),
+            max_tokens: cfg.max_tokens,
+            stop: hooks.stop,
+        };
         levels(
             cfg,
-            &loaded,
-            &workload,
+            &setup,
             energy.as_ref(),
             &mut record,
             &writer,
             hooks.progress,
-            hooks.stop,
         )
     });
     hooks.progress.finish();
@@ -147,22 +153,12 @@ fn prepare(
 
 fn levels(
     cfg: &RunConfig,
-    loaded: &Loaded,
-    workload: &Workload,
+    setup: &RoundSetup<'_>,
     energy: Option<&EnergyMeter>,
     record: &mut RunRecord,
     writer: &RecordWriter,
     progress: &mut Progress,
-    stop: Option<&AtomicUsize>,
 ) -> Result<(), BenchError> {
-    let setup = RoundSetup {
-        loaded,
-        workload,
-        scheduler: record.scheduler,
-        sampling: cfg.sampling.clone(),
-        max_tokens: cfg.max_tokens,
-        stop,
-    };
     let per_level = cfg.warmup_rounds + cfg.rounds;
     let mut trace = cfg.trace.as_ref().map(|_| Trace::new());
     for (li, &jobs) in cfg.jobs.iter().enumerate() {
@@ -186,7 +182,7 @@ fn levels(
                 rounds: cfg.rounds,
                 warmup,
             };
-            let out = measured_round(&setup, jobs, energy, |d, t| progress.update(at, d, t))?;
+            let out = measured_round(setup, jobs, energy, |d, t| progress.update(at, d, t))?;
             let level = record.levels.last_mut().expect("level pushed above");
             level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
             level.peak_rss_bytes = memory::peak_rss_bytes();

@@ -3,7 +3,6 @@
 //! record of the finished rounds), and clear errors for bad input that lose nothing.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use tokfire::record::{ResultsFile, RunStatus};
 
@@ -112,44 +111,9 @@ fn sweep_prints_the_sheet_and_records_every_field() {
 #[test]
 fn sigkill_after_round_two_leaves_a_valid_record_of_the_rounds_done() {
     let dir = tempfile::tempdir().unwrap();
-    let m = tiny(dir.path());
-    let slow = WORKLOAD
-        .replace("max_tokens = 6", "max_tokens = 120")
-        .replace("max_tokens = 5", "max_tokens = 120");
-    let wl = workload(dir.path(), &slow);
     let out = dir.path().join("r.json");
-    let bin = assert_cmd::cargo::cargo_bin("tokfire");
-    let mut child = std::process::Command::new(bin)
-        .args(["run", "--jobs", "2", "--warmup", "0", "--rounds", "3"])
-        .args(args(
-            m.to_str().unwrap(),
-            wl.to_str().unwrap(),
-            out.to_str().unwrap(),
-        ))
-        .env("TOKFIRE_LOG", "error")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let rounds = |p: &Path| -> usize {
-        let Ok(text) = std::fs::read_to_string(p) else {
-            return 0;
-        };
-        let file: ResultsFile =
-            serde_json::from_str(&text).expect("the record is always valid JSON");
-        file.runs
-            .first()
-            .map_or(0, |r| r.levels.iter().map(|l| l.rounds.len()).sum())
-    };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while rounds(&out) < 2 {
-        assert!(Instant::now() < deadline, "round 2 never saved");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before round 2 was seen"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let mut child = support::slow_run(dir.path(), &out, 3);
+    support::wait_for_rounds(&mut child, &out, 2);
     child.kill().unwrap(); // SIGKILL on Unix
     child.wait().unwrap();
     let file = read(&out);

@@ -8,7 +8,6 @@
 mod support;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use support::{args, read, tiny, tokfire, workload, WORKLOAD};
 use tokfire::model::synthetic::{write_gguf, Spec};
@@ -123,46 +122,12 @@ fn exit_code_gates_on_the_verdict_at_the_highest_level() {
     );
 }
 
-fn slow_run(dir: &Path, out: &Path) -> std::process::Child {
-    let m = tiny(dir);
-    let slow = WORKLOAD
-        .replace("max_tokens = 6", "max_tokens = 120")
-        .replace("max_tokens = 5", "max_tokens = 120");
-    let wl = workload(dir, &slow);
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("tokfire"))
-        .args(["run", "--jobs", "2", "--warmup", "0", "--rounds", "200"])
-        .args(args(
-            m.to_str().unwrap(),
-            wl.to_str().unwrap(),
-            out.to_str().unwrap(),
-        ))
-        .env("TOKFIRE_LOG", "error")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn rounds_saved(p: &Path) -> usize {
-    let Ok(file) = tokfire::record::io::read(p) else {
-        return 0;
-    };
-    file.runs
-        .first()
-        .map_or(0, |r| r.levels.iter().map(|l| l.rounds.len()).sum())
-}
-
 #[test]
 fn sigint_after_round_two_records_an_interrupted_run() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let mut child = slow_run(dir.path(), &out);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while rounds_saved(&out) < 2 {
-        assert!(Instant::now() < deadline, "round 2 never saved");
-        assert!(child.try_wait().unwrap().is_none(), "ended before round 2");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let mut child = support::slow_run(dir.path(), &out, 200);
+    support::wait_for_rounds(&mut child, &out, 2);
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let res = child.wait_with_output().unwrap();

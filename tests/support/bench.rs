@@ -65,3 +65,52 @@ pub fn read(path: &Path) -> ResultsFile {
 pub fn args<'a>(model: &'a str, wl: &'a str, out: &'a str) -> Vec<&'a str> {
     vec!["--model", model, "--workload", wl, "--out", out]
 }
+
+/// Starts `run --jobs 2` of `rounds` measured rounds of long tasks in the background, results
+/// to `out`, stderr piped.
+pub fn slow_run(dir: &Path, out: &Path, rounds: usize) -> std::process::Child {
+    let m = tiny(dir);
+    let slow = WORKLOAD
+        .replace("max_tokens = 6", "max_tokens = 120")
+        .replace("max_tokens = 5", "max_tokens = 120");
+    let wl = workload(dir, &slow);
+    let rounds = rounds.to_string();
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("tokfire"))
+        .args(["run", "--jobs", "2", "--warmup", "0", "--rounds", &rounds])
+        .args(args(
+            m.to_str().unwrap(),
+            wl.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ))
+        .env("TOKFIRE_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the first run in `out` holds `n` rounds; the file must be valid whenever it exists.
+pub fn wait_for_rounds(child: &mut std::process::Child, out: &Path, n: usize) {
+    let saved = || -> usize {
+        let Ok(text) = std::fs::read_to_string(out) else {
+            return 0;
+        };
+        let file: ResultsFile =
+            serde_json::from_str(&text).expect("the record is always valid JSON");
+        file.runs
+            .first()
+            .map_or(0, |r| r.levels.iter().map(|l| l.rounds.len()).sum())
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while saved() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "round {n} never saved"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before round {n}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}

@@ -76,25 +76,25 @@ fn exit_code_gates_on_the_verdict_at_the_highest_level() {
     let strict = WORKLOAD.replace("ttft_max_s = 30.0", "ttft_max_s = 0.000000001");
     let wl = workload(dir.path(), &strict);
     let out = dir.path().join("r.json");
-    let mut a = vec![
-        "run",
-        "--rounds",
-        "1",
-        "--allow-few-rounds",
-        "--warmup",
-        "0",
-    ];
-    a.extend(args(
-        m.to_str().unwrap(),
-        wl.to_str().unwrap(),
-        out.to_str().unwrap(),
-    ));
-    assert!(
-        tokfire().args(&a).output().unwrap().status.success(),
-        "no gate without the flag"
-    );
-    a.push("--exit-code");
-    let res = tokfire().args(&a).output().unwrap();
+    let run = |wl: &Path, extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "--rounds",
+            "1",
+            "--allow-few-rounds",
+            "--warmup",
+            "0",
+        ];
+        a.extend(args(
+            m.to_str().unwrap(),
+            wl.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ));
+        a.extend(extra);
+        tokfire().args(&a).output().unwrap()
+    };
+    assert!(run(&wl, &[]).status.success(), "no gate without the flag");
+    let res = run(&wl, &["--exit-code"]);
     assert_eq!(res.status.code(), Some(1));
     let e = String::from_utf8_lossy(&res.stderr);
     assert!(
@@ -102,22 +102,8 @@ fn exit_code_gates_on_the_verdict_at_the_highest_level() {
         "{e}"
     );
     let lenient = workload(dir.path(), WORKLOAD);
-    let mut b = vec![
-        "run",
-        "--rounds",
-        "1",
-        "--allow-few-rounds",
-        "--warmup",
-        "0",
-        "--exit-code",
-    ];
-    b.extend(args(
-        m.to_str().unwrap(),
-        lenient.to_str().unwrap(),
-        out.to_str().unwrap(),
-    ));
     assert!(
-        tokfire().args(&b).output().unwrap().status.success(),
+        run(&lenient, &["--exit-code"]).status.success(),
         "comfortable: exit 0"
     );
 }
@@ -160,17 +146,13 @@ fn two_concurrent_runs_into_one_file_keep_both() {
     let m = tiny(dir.path());
     let wl = workload(dir.path(), WORKLOAD);
     let spawn = || {
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("tokfire"))
-            .args(["run", "--rounds", "3", "--warmup", "0", "--threads", "1"])
-            .args(args(
-                m.to_str().unwrap(),
-                wl.to_str().unwrap(),
-                out.to_str().unwrap(),
-            ))
-            .env("TOKFIRE_LOG", "error")
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
+        let mut a = vec!["run", "--rounds", "3", "--warmup", "0", "--threads", "1"];
+        a.extend(args(
+            m.to_str().unwrap(),
+            wl.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ));
+        support::spawn(&a)
     };
     let (mut a, mut b) = (spawn(), spawn());
     assert!(a.wait().unwrap().success() && b.wait().unwrap().success());

@@ -17,18 +17,14 @@ fn plural(n: usize, word: &str) -> String {
 
 /// The sheet as aligned text.
 fn table_text(levels: &[LevelSummary]) -> String {
-    let cols: Vec<_> = COLUMNS.iter().filter(|c| c.in_sheet).collect();
-    let rows: Vec<Vec<String>> = levels
-        .iter()
-        .map(|s| cols.iter().map(|c| (c.text)(s)).collect())
-        .collect();
-    let widths: Vec<usize> = cols
+    let (headers, rows) = sheet_cells(levels);
+    let widths: Vec<usize> = headers
         .iter()
         .enumerate()
-        .map(|(i, c)| {
+        .map(|(i, h)| {
             rows.iter()
                 .map(|r| r[i].chars().count())
-                .chain([c.header.chars().count()])
+                .chain([h.chars().count()])
                 .max()
                 .unwrap_or(0)
         })
@@ -41,7 +37,7 @@ fn table_text(levels: &[LevelSummary]) -> String {
             .collect();
         parts.join("  ").trim_end().to_string() + "\n"
     };
-    let mut out = line(cols.iter().map(|c| c.header).collect());
+    let mut out = line(headers.iter().map(String::as_str).collect());
     for r in &rows {
         out += &line(r.iter().map(String::as_str).collect());
     }

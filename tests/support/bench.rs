@@ -75,13 +75,19 @@ pub fn slow_run(dir: &Path, out: &Path, rounds: usize) -> std::process::Child {
         .replace("max_tokens = 5", "max_tokens = 120");
     let wl = workload(dir, &slow);
     let rounds = rounds.to_string();
+    let mut a = vec!["run", "--jobs", "2", "--warmup", "0", "--rounds", &rounds];
+    a.extend(args(
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ));
+    spawn(&a)
+}
+
+/// Starts `tokfire ARGS` in the background: stdout discarded, stderr piped, logs at error.
+pub fn spawn(args: &[&str]) -> std::process::Child {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("tokfire"))
-        .args(["run", "--jobs", "2", "--warmup", "0", "--rounds", &rounds])
-        .args(args(
-            m.to_str().unwrap(),
-            wl.to_str().unwrap(),
-            out.to_str().unwrap(),
-        ))
+        .args(args)
         .env("TOKFIRE_LOG", "error")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

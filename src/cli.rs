@@ -8,7 +8,7 @@ use crate::config::run::Format;
 use crate::config::{SamplingConfig, WeightDType};
 
 /// Name of the model used when `--model` is not given.
-pub const DEFAULT_MODEL: &str = "smollm2-135m-instruct-q4_1";
+pub(crate) const DEFAULT_MODEL: &str = "smollm2-135m-instruct-q4_1";
 
 /// `generate --help`: the clocks and examples.
 fn generate_help() -> String {
@@ -185,7 +185,7 @@ pub struct SamplingArgs {
 }
 
 impl SamplingArgs {
-    pub fn config(&self) -> SamplingConfig {
+    pub(crate) fn config(&self) -> SamplingConfig {
         SamplingConfig {
             temperature: self.temperature,
             top_k: self.top_k,

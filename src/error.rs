@@ -28,7 +28,7 @@ pub enum ConfigError {
 
 impl ConfigError {
     /// `flag value: reason`, e.g. `--threads 0: must be at least 1`.
-    pub fn flag(flag: &str, value: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub(crate) fn flag(flag: &str, value: impl Into<String>, reason: impl Into<String>) -> Self {
         Self::Flag {
             flag: flag.into(),
             value: value.into(),
@@ -118,7 +118,7 @@ impl ModelError {
     }
 
     /// Wraps an I/O error with the path it concerns.
-    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| Self::Io { path, source }
     }

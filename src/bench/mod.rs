@@ -2,17 +2,17 @@
 //! model — warm-up and measured rounds per level, jobs as closed-loop clients of one shared
 //! engine, raw samples into the record after every round.
 
-pub mod error;
-pub mod progress;
+pub(crate) mod error;
+pub(crate) mod progress;
 pub mod round;
-pub mod samples;
-pub mod sweep;
-pub mod trace;
+pub(crate) mod samples;
+pub(crate) mod sweep;
+pub(crate) mod trace;
 
 use crate::bench::error::BenchError;
 use crate::config::RuntimeInfo;
 
 /// Prepares the compute runtime once (thread pool, kernel level) and describes it for the record.
-pub fn runtime(cfg: &crate::config::run::RunConfig) -> Result<RuntimeInfo, BenchError> {
+pub(crate) fn runtime(cfg: &crate::config::run::RunConfig) -> Result<RuntimeInfo, BenchError> {
     Ok(cfg.runtime.apply(cfg.model.device)?)
 }

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 
 /// Where a run is.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Position {
+pub(crate) struct Position {
     pub level: usize,
     pub levels: usize,
     pub jobs: usize,
@@ -15,21 +15,21 @@ pub struct Position {
 }
 
 /// Redraws one status line.
-pub struct Progress {
+pub(crate) struct Progress {
     enabled: bool,
     drawn: bool,
 }
 
 impl Progress {
     /// Enabled when stderr is a terminal.
-    pub fn stderr() -> Self {
+    pub(crate) fn stderr() -> Self {
         Self {
             enabled: std::io::stderr().is_terminal(),
             drawn: false,
         }
     }
 
-    pub fn update(&mut self, at: Position, done: usize, total: usize) {
+    pub(crate) fn update(&mut self, at: Position, done: usize, total: usize) {
         if !self.enabled {
             return;
         }
@@ -57,7 +57,7 @@ impl Progress {
     }
 
     /// Clears the line.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.drawn {
             eprint!("\r\x1b[2K");
             let _ = std::io::stderr().flush();

@@ -58,7 +58,7 @@ struct Finished {
 }
 
 /// Renders a prompt to text with the model's chat template where it is a conversation.
-pub fn render(loaded: &Loaded, prompt: &Prompt) -> Result<String, EngineError> {
+pub(crate) fn render(loaded: &Loaded, prompt: &Prompt) -> Result<String, EngineError> {
     match prompt {
         Prompt::Raw(text) => Ok(text.clone()),
         Prompt::Chat(messages) => {

@@ -12,7 +12,7 @@ use crate::workload::TaskResult;
 
 /// A task a job finished, with the engine requests of its turns.
 #[derive(Debug, Clone)]
-pub struct TaskDone {
+pub(crate) struct TaskDone {
     pub job: usize,
     pub task: String,
     pub requests: Vec<RequestId>,
@@ -57,7 +57,7 @@ fn timelines(events: &[Event], start: Instant) -> HashMap<RequestId, Timeline> {
 }
 
 /// Steps from StepStart/StepEnd pairs.
-pub fn steps(events: &[Event], start: Instant) -> Vec<StepSample> {
+pub(crate) fn steps(events: &[Event], start: Instant) -> Vec<StepSample> {
     let mut out = Vec::new();
     let mut open: Option<(f64, usize, usize, usize)> = None;
     for ev in events {
@@ -132,7 +132,7 @@ fn task_sample(done: &TaskDone, lines: &HashMap<RequestId, Timeline>) -> TaskSam
 }
 
 /// The round's record (index and warm-up flag are set by the caller).
-pub fn round_record(events: &[Event], start: Instant, done: &[TaskDone]) -> RoundRecord {
+pub(crate) fn round_record(events: &[Event], start: Instant, done: &[TaskDone]) -> RoundRecord {
     let lines = timelines(events, start);
     let mut tasks: Vec<TaskSample> = done.iter().map(|d| task_sample(d, &lines)).collect();
     tasks.sort_by(|a, b| {

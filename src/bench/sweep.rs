@@ -21,7 +21,7 @@ use crate::record::{LevelRecord, LoadClock, ModelInfo, RunRecord, RunStatus};
 use crate::workload::{self, Workload};
 
 /// What a run reports to its caller while it goes.
-pub struct Hooks<'a> {
+pub(crate) struct Hooks<'a> {
     pub progress: &'a mut Progress,
     /// Non-zero (the signal number) once SIGINT or SIGTERM asked the run to stop.
     pub stop: Option<&'a AtomicUsize>,
@@ -32,7 +32,7 @@ pub struct Hooks<'a> {
 /// Runs `cfg`, recording to `cfg.out`. A bad workload or `--out` fails before anything is
 /// recorded; any later failure (device, model, engine) and an interruption are saved in the
 /// record with the rounds finished, and the error is returned.
-pub fn run(
+pub(crate) fn run(
     cfg: &RunConfig,
     command: Vec<String>,
     hooks: Hooks<'_>,
@@ -275,7 +275,7 @@ fn model_info(loaded: &Loaded, path: &ModelPath) -> Result<ModelInfo, BenchError
 }
 
 /// Now, UTC, RFC 3339 (seconds).
-pub fn now_utc() -> String {
+pub(crate) fn now_utc() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

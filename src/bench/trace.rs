@@ -12,7 +12,7 @@ use crate::engine::batching::{Event, EventKind};
 use crate::engine::scheduler::RequestId;
 
 /// Trace events collected round by round.
-pub struct Trace {
+pub(crate) struct Trace {
     origin: Option<Instant>,
     events: Vec<Value>,
 }
@@ -39,7 +39,7 @@ impl Default for Trace {
 }
 
 impl Trace {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             origin: None,
             events: Vec::new(),
@@ -47,7 +47,7 @@ impl Trace {
     }
 
     /// Names level `level` (1-based) and its tracks.
-    pub fn level(&mut self, level: usize, jobs: usize) {
+    pub(crate) fn level(&mut self, level: usize, jobs: usize) {
         self.events.push(meta(
             "process_name",
             level,
@@ -67,7 +67,7 @@ impl Trace {
     }
 
     /// Adds one round of level `level`; `job_of` maps request ids to job indices.
-    pub fn round(
+    pub(crate) fn round(
         &mut self,
         level: usize,
         label: &str,
@@ -149,7 +149,7 @@ impl Trace {
     }
 
     /// The trace document.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({"traceEvents": self.events, "displayTimeUnit": "ms"})
     }
 }

@@ -12,7 +12,7 @@ use crate::record::RunRecord;
 use crate::report;
 
 /// Builds and validates the config of `verb` over `jobs` levels.
-pub fn config(
+pub(crate) fn config(
     verb: &str,
     args: &BenchArgs,
     jobs: Vec<usize>,
@@ -66,7 +66,7 @@ fn default_name(verb: &str, workload: &str) -> String {
 /// Runs the benchmark and prints the sheet; appends the one-screen summary to the `.txt` log
 /// beside the record. With `--exit-code`, a verdict that is not comfortable at the highest level
 /// is an error (exit status 1).
-pub fn run(verb: &str, args: &BenchArgs, jobs: Vec<usize>) -> anyhow::Result<()> {
+pub(crate) fn run(verb: &str, args: &BenchArgs, jobs: Vec<usize>) -> anyhow::Result<()> {
     let (cfg, warnings) = config(verb, args, jobs)?;
     for w in warnings {
         eprintln!("warning: {w}");

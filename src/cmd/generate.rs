@@ -10,9 +10,9 @@ use crate::model::{self, Loaded};
 use crate::report::clocks::{self, ClockContext};
 
 /// The raw prompt used when neither --prompt nor --chat is given.
-pub const DEFAULT_PROMPT: &str = "The capital of France is";
+pub(crate) const DEFAULT_PROMPT: &str = "The capital of France is";
 
-pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let cfg = super::model_config(&args.model)?;
     let runtime = super::runtime_config(&args.runtime)?.apply(cfg.device)?;
     let sampling = args.sampling.config();

@@ -10,7 +10,7 @@ use crate::model::validate::Problems;
 use crate::model::{resolve, ModelPath};
 use crate::report;
 
-pub fn run(args: InspectArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: InspectArgs) -> anyhow::Result<()> {
     let cfg = super::base_config(&args.model, args.cache_dir.clone());
     let path = resolve(&cfg)?;
     if let Some(text) = &args.tokenize {

@@ -44,7 +44,7 @@ fn pending(verb: &str) -> anyhow::Result<()> {
 }
 
 /// Validates model arguments into a [`ModelConfig`].
-pub fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError> {
+pub(crate) fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError> {
     let mut cfg = base_config(&args.model, args.cache_dir.clone());
     cfg.dtype = args.dtype;
     cfg.device = DeviceSpec::parse(&args.device)?;
@@ -52,12 +52,12 @@ pub fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError> {
 }
 
 /// Validates `--threads` and `--kernels` into a [`RuntimeConfig`].
-pub fn runtime_config(args: &RuntimeArgs) -> Result<RuntimeConfig, ConfigError> {
+pub(crate) fn runtime_config(args: &RuntimeArgs) -> Result<RuntimeConfig, ConfigError> {
     RuntimeConfig::parse(args.threads, &args.kernels)
 }
 
 /// A CPU, file-storage config for `model`, caches from flags or their defaults.
-pub fn base_config(model: &str, cache_dir: Option<std::path::PathBuf>) -> ModelConfig {
+pub(crate) fn base_config(model: &str, cache_dir: Option<std::path::PathBuf>) -> ModelConfig {
     ModelConfig {
         model: model.to_string(),
         cache_dir: cache_dir.unwrap_or_else(default_cache_dir),

@@ -6,7 +6,7 @@ use crate::config::run::Format;
 use crate::record::io;
 use crate::report::text;
 
-pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     let file = io::read(&args.record)?;
     let runs = io::select(&args.record, &file, args.run.as_deref(), args.all)?;
     let out = match args.format {

@@ -37,7 +37,7 @@ pub enum DeviceSpec {
 
 impl DeviceSpec {
     /// Parses `cpu`, `cuda`, `cuda:N` or `metal`.
-    pub fn parse(spec: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn parse(spec: &str) -> Result<Self, ConfigError> {
         let bad = |reason: &str| ConfigError::Device {
             spec: spec.to_string(),
             reason: reason.into(),
@@ -55,7 +55,7 @@ impl DeviceSpec {
     }
 
     /// Opens the device, or says which cargo feature this build lacks.
-    pub fn open(&self) -> Result<Device, ConfigError> {
+    pub(crate) fn open(&self) -> Result<Device, ConfigError> {
         let missing = |device: &str, feature: &str| ConfigError::FeatureMissing {
             device: device.into(),
             feature: feature.into(),
@@ -103,7 +103,7 @@ pub struct RuntimeConfig {
 
 impl RuntimeConfig {
     /// From `--threads` and `--kernels auto|scalar|avx2|avx512-vnni`.
-    pub fn parse(threads: Option<usize>, kernels: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn parse(threads: Option<usize>, kernels: &str) -> Result<Self, ConfigError> {
         if threads == Some(0) {
             let why = "must be at least 1 (leave it out for all cores)";
             return Err(ConfigError::flag("--threads", "0", why));
@@ -120,7 +120,7 @@ impl RuntimeConfig {
 
     /// Builds the thread pool and sets the kernel level, once per process and before any model
     /// work; returns what the engine runs with.
-    pub fn apply(&self, device: DeviceSpec) -> Result<RuntimeInfo, ConfigError> {
+    pub(crate) fn apply(&self, device: DeviceSpec) -> Result<RuntimeInfo, ConfigError> {
         let threads = kernels::init_threads(self.threads).map_err(|e| {
             let value = self.threads.map_or("(default)".into(), |n| n.to_string());
             ConfigError::flag("--threads", value, e)
@@ -184,7 +184,7 @@ pub fn default_cache_dir() -> PathBuf {
 }
 
 /// The hub cache hf-hub uses: `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.
-pub fn default_hf_cache_dir() -> PathBuf {
+pub(crate) fn default_hf_cache_dir() -> PathBuf {
     match std::env::var_os("HF_HOME") {
         Some(home) if !home.is_empty() => PathBuf::from(home).join("hub"),
         _ => home_dir().join(".cache").join("huggingface").join("hub"),
@@ -223,7 +223,7 @@ impl Default for SamplingConfig {
 
 impl SamplingConfig {
     /// Checks ranges; names the flag at fault.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         if !(self.temperature >= 0.0 && self.temperature.is_finite()) {
             return Err(ConfigError::flag(
                 "--temperature",

@@ -10,7 +10,7 @@ use crate::config::{ModelConfig, RuntimeConfig, SamplingConfig};
 use crate::error::ConfigError;
 
 /// Rounds below this need `--allow-few-rounds`.
-pub const MIN_ROUNDS: usize = 3;
+pub(crate) const MIN_ROUNDS: usize = 3;
 
 /// The KV-cache budget: tokens, or bytes converted with the model's bytes per token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,7 +22,7 @@ pub enum KvBudget {
 
 impl KvBudget {
     /// Parses `4096` (tokens) or a byte size with a unit: `64MiB`, `1GiB`, `500MB`, `2048KiB`.
-    pub fn parse(s: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn parse(s: &str) -> Result<Self, ConfigError> {
         let bad = || ConfigError::Flag {
             flag: "--kv-budget".into(),
             value: s.into(),
@@ -47,7 +47,7 @@ impl KvBudget {
     }
 
     /// The budget in tokens for a model whose KV costs `bytes_per_token`.
-    pub fn tokens(&self, bytes_per_token: u64) -> usize {
+    pub(crate) fn tokens(&self, bytes_per_token: u64) -> usize {
         match *self {
             Self::Tokens(t) => t,
             Self::Bytes(b) => (b / bytes_per_token.max(1)) as usize,
@@ -112,7 +112,7 @@ pub struct RunConfig {
 }
 
 /// Default `--headroom`: a comfortable level should stay 20 % inside every target.
-pub const DEFAULT_HEADROOM: f64 = 0.2;
+pub(crate) const DEFAULT_HEADROOM: f64 = 0.2;
 
 fn default_headroom() -> f64 {
     DEFAULT_HEADROOM
@@ -120,7 +120,7 @@ fn default_headroom() -> f64 {
 
 impl RunConfig {
     /// Checks ranges; names the flag at fault. Returns warnings the user insisted past.
-    pub fn validate(&self, allow_few_rounds: bool) -> Result<Vec<String>, ConfigError> {
+    pub(crate) fn validate(&self, allow_few_rounds: bool) -> Result<Vec<String>, ConfigError> {
         self.sampling.validate()?;
         if !(0.0..1.0).contains(&self.headroom) {
             return Err(ConfigError::flag(

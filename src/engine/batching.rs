@@ -137,12 +137,12 @@ impl<'m> Engine<'m> {
     }
 
     /// Requests not finished yet.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.sched.pending()
     }
 
     /// Runs one step; false when there was nothing to do.
-    pub fn step(&mut self) -> Result<bool, EngineError> {
+    pub(crate) fn step(&mut self) -> Result<bool, EngineError> {
         let _span = tracing::trace_span!("engine_step").entered();
         let plan = self.sched.schedule();
         if plan.items.is_empty() {
@@ -218,7 +218,7 @@ impl<'m> Engine<'m> {
     }
 
     /// KV-cache bytes held by running sequences now.
-    pub fn kv_bytes(&self) -> usize {
+    pub(crate) fn kv_bytes(&self) -> usize {
         self.seqs
             .values()
             .filter_map(|s| s.cache.as_ref().map(KvCache::bytes))

@@ -7,13 +7,13 @@ use rand::{Rng, SeedableRng};
 use crate::config::SamplingConfig;
 
 /// A sampler with its own RNG stream (one per sequence keeps batched runs reproducible).
-pub struct Sampler {
+pub(crate) struct Sampler {
     cfg: SamplingConfig,
     rng: StdRng,
 }
 
 impl Sampler {
-    pub fn new(cfg: &SamplingConfig) -> Self {
+    pub(crate) fn new(cfg: &SamplingConfig) -> Self {
         Self {
             cfg: cfg.clone(),
             rng: StdRng::seed_from_u64(cfg.seed),
@@ -21,7 +21,7 @@ impl Sampler {
     }
 
     /// The next token for these logits.
-    pub fn sample(&mut self, logits: &[f32]) -> u32 {
+    pub(crate) fn sample(&mut self, logits: &[f32]) -> u32 {
         let u = if self.cfg.temperature > 0.0 {
             self.rng.random::<f64>()
         } else {
@@ -32,7 +32,7 @@ impl Sampler {
 }
 
 /// Pure sampling: `u` in [0, 1) is the uniform draw (ignored when greedy).
-pub fn sample(logits: &[f32], cfg: &SamplingConfig, u: f64) -> u32 {
+pub(crate) fn sample(logits: &[f32], cfg: &SamplingConfig, u: f64) -> u32 {
     if cfg.temperature <= 0.0 {
         return argmax(logits);
     }

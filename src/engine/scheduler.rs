@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 /// Identifies a request for the lifetime of an engine.
-pub type RequestId = u64;
+pub(crate) type RequestId = u64;
 
 /// Budgets the scheduler respects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -29,7 +29,7 @@ pub struct SchedulerConfig {
 
 /// What one sequence does in a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PlanItem {
+pub(crate) struct PlanItem {
     pub id: RequestId,
     /// Tokens already in this sequence's cache (the position of the first token fed).
     pub start: usize,
@@ -44,7 +44,7 @@ pub struct PlanItem {
 
 /// One step's plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub items: Vec<PlanItem>,
     /// Requests that started running this step (their queue wait ends here).
     pub admitted: Vec<RequestId>,
@@ -53,7 +53,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn tokens(&self) -> usize {
+    pub(crate) fn tokens(&self) -> usize {
         self.items.iter().map(|i| i.len).sum()
     }
 }
@@ -78,14 +78,14 @@ impl Seq {
 
 /// The scheduler's state: waiting queue and running set.
 #[derive(Debug)]
-pub struct Scheduler {
+pub(crate) struct Scheduler {
     cfg: SchedulerConfig,
     waiting: VecDeque<Seq>,
     running: Vec<Seq>,
 }
 
 impl Scheduler {
-    pub fn new(cfg: SchedulerConfig) -> Self {
+    pub(crate) fn new(cfg: SchedulerConfig) -> Self {
         Self {
             cfg,
             waiting: VecDeque::new(),
@@ -95,7 +95,7 @@ impl Scheduler {
 
     /// Queues a request of `prompt_len` tokens that may generate up to `max_new`; refuses one
     /// that could never fit the KV budget alone.
-    pub fn submit(
+    pub(crate) fn submit(
         &mut self,
         id: RequestId,
         prompt_len: usize,
@@ -119,13 +119,13 @@ impl Scheduler {
     }
 
     /// Requests still waiting or running.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.waiting.len() + self.running.len()
     }
 
     /// Plans the next step. An empty plan with pending work means a single request cannot fit
     /// the budgets at all (the caller reports it).
-    pub fn schedule(&mut self) -> Plan {
+    pub(crate) fn schedule(&mut self) -> Plan {
         let _span = tracing::trace_span!("schedule").entered();
         let mut plan = Plan::default();
         self.preempt_for_kv(&mut plan);
@@ -171,7 +171,7 @@ impl Scheduler {
 
     /// Records that `item` ran and, when it sampled, whether that token finished the sequence
     /// (stop token or limit). Returns true when the sequence is done.
-    pub fn complete(&mut self, item: &PlanItem, stop: bool) -> bool {
+    pub(crate) fn complete(&mut self, item: &PlanItem, stop: bool) -> bool {
         let Some(pos) = self.running.iter().position(|s| s.id == item.id) else {
             return false;
         };

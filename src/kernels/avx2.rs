@@ -28,7 +28,7 @@ unsafe fn run<K: Tile>(ctx: &Ctx, cols: Range<usize>) {
 }
 
 /// Columns `cols` of `out = acts · Wᵀ`.
-pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+pub(crate) fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
     assert!(
         super::has_avx2(),
         "AVX2 kernel on a CPU without AVX2; this is a bug"

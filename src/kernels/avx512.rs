@@ -25,7 +25,7 @@ unsafe fn run<K: Tile>(ctx: &Ctx, cols: Range<usize>) {
 }
 
 /// Columns `cols` of `out = acts · Wᵀ`; the K-quants use the AVX2 kernels.
-pub fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+pub(crate) fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
     assert!(
         super::has_avx512_vnni(),
         "VNNI kernel on a CPU without it; this is a bug"

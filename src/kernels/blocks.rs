@@ -11,14 +11,14 @@
 use half::f16;
 
 /// Values per block of the 32-wide types.
-pub const QK: usize = 32;
+pub(crate) const QK: usize = 32;
 /// Values per block of the K-quants (a super-block).
-pub const QK_K: usize = 256;
+pub(crate) const QK_K: usize = 256;
 
 /// ggml `block_q4_0`: `x = d * (q - 8)`, q in 0..16; low nibbles are values 0..16, high 16..32.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct BlockQ4_0 {
+pub(crate) struct BlockQ4_0 {
     pub d: f16,
     pub qs: [u8; QK / 2],
 }
@@ -26,7 +26,7 @@ pub struct BlockQ4_0 {
 /// ggml `block_q4_1`: `x = d * q + m`, q in 0..16; nibble order as Q4_0.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct BlockQ4_1 {
+pub(crate) struct BlockQ4_1 {
     pub d: f16,
     pub m: f16,
     pub qs: [u8; QK / 2],
@@ -35,7 +35,7 @@ pub struct BlockQ4_1 {
 /// ggml `block_q5_0`: `x = d * (q - 16)`; bit 4 of value j is bit j of `qh` (little endian).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct BlockQ5_0 {
+pub(crate) struct BlockQ5_0 {
     pub d: f16,
     pub qh: [u8; 4],
     pub qs: [u8; QK / 2],
@@ -44,7 +44,7 @@ pub struct BlockQ5_0 {
 /// ggml `block_q8_0`: `x = d * q`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct BlockQ8_0 {
+pub(crate) struct BlockQ8_0 {
     pub d: f16,
     pub qs: [i8; QK],
 }
@@ -53,7 +53,7 @@ pub struct BlockQ8_0 {
 /// `x = d * sc * q - dmin * m`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct BlockQ4K {
+pub(crate) struct BlockQ4K {
     pub d: f16,
     pub dmin: f16,
     pub scales: [u8; 12],
@@ -64,7 +64,7 @@ pub struct BlockQ4K {
 /// (low 4 in `ql`, high 2 in `qh`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct BlockQ6K {
+pub(crate) struct BlockQ6K {
     pub ql: [u8; QK_K / 2],
     pub qh: [u8; QK_K / 4],
     pub scales: [i8; QK_K / 16],
@@ -133,7 +133,7 @@ impl QType {
     }
 
     /// The matching candle type, `None` for candle types the kernels do not handle.
-    pub fn from_ggml(t: candle_core::quantized::GgmlDType) -> Option<Self> {
+    pub(crate) fn from_ggml(t: candle_core::quantized::GgmlDType) -> Option<Self> {
         use candle_core::quantized::GgmlDType as G;
         Some(match t {
             G::Q4_0 => Self::Q4_0,
@@ -152,7 +152,7 @@ impl QType {
 /// # Safety
 /// `T` must be one of this module's block structs (alignment ≤ 2, no padding, every bit
 /// pattern valid) and `bytes` must start 2-byte aligned when `T` holds an `f16`.
-pub unsafe fn cast_blocks<T>(bytes: &[u8]) -> &[T] {
+pub(crate) unsafe fn cast_blocks<T>(bytes: &[u8]) -> &[T] {
     let n = bytes.len() / std::mem::size_of::<T>();
     debug_assert_eq!(bytes.len(), n * std::mem::size_of::<T>());
     debug_assert_eq!(bytes.as_ptr() as usize % std::mem::align_of::<T>(), 0);
@@ -160,7 +160,7 @@ pub unsafe fn cast_blocks<T>(bytes: &[u8]) -> &[T] {
 }
 
 /// 6-bit scale and min of sub-block `j` of a Q4_K block (ggml `get_scale_min_k4`).
-pub fn scale_min_k4(j: usize, q: &[u8; 12]) -> (u8, u8) {
+pub(crate) fn scale_min_k4(j: usize, q: &[u8; 12]) -> (u8, u8) {
     if j < 4 {
         (q[j] & 63, q[j + 4] & 63)
     } else {
@@ -239,7 +239,7 @@ fn dequantize_block(qtype: QType, blk: &[u8], y: &mut [f32]) {
 }
 
 /// The unsigned 5-bit value `j` (0..32) of a Q5_0 block.
-pub fn q5_value(b: &BlockQ5_0, j: usize) -> i32 {
+pub(crate) fn q5_value(b: &BlockQ5_0, j: usize) -> i32 {
     let qh = u32::from_le_bytes(b.qh);
     let lo = if j < 16 {
         b.qs[j] & 0xF
@@ -250,14 +250,14 @@ pub fn q5_value(b: &BlockQ5_0, j: usize) -> i32 {
 }
 
 /// The unsigned 4-bit value `j` (0..256) of a Q4_K block: 64-value groups, low nibbles first.
-pub fn q4k_value(b: &BlockQ4K, j: usize) -> i32 {
+pub(crate) fn q4k_value(b: &BlockQ4K, j: usize) -> i32 {
     let (g, r) = (j / 64, j % 64);
     let byte = b.qs[g * 32 + r % 32];
     (if r < 32 { byte & 0xF } else { byte >> 4 }) as i32
 }
 
 /// The unsigned 6-bit value `j` (0..256) of a Q6_K block (ggml's 128-value halves).
-pub fn q6k_value(b: &BlockQ6K, j: usize) -> i32 {
+pub(crate) fn q6k_value(b: &BlockQ6K, j: usize) -> i32 {
     let (h, r) = (j / 128, j % 128);
     let (quarter, l) = (r / 32, r % 32);
     let ql = b.ql[h * 64 + l + if quarter % 2 == 1 { 32 } else { 0 }];

@@ -28,7 +28,7 @@ unsafe fn acts32(ctx: &Ctx, r: usize, b: usize, off: usize) -> __m256i {
 }
 
 /// Q4_K × Q8_K.
-pub struct Q4K;
+pub(crate) struct Q4K;
 
 impl Tile for Q4K {
     #[inline(always)]
@@ -93,7 +93,7 @@ impl Tile for Q4K {
 }
 
 /// Q6_K × Q8_K.
-pub struct Q6K;
+pub(crate) struct Q6K;
 
 impl Tile for Q6K {
     #[inline(always)]

@@ -24,7 +24,7 @@ const CHUNK_ALIGN: usize = 8;
 /// Where the kernels write: a row-major `[rows, n]` f32 output shared by the chunk workers,
 /// each writing only its own columns.
 #[derive(Clone, Copy)]
-pub struct OutPtr {
+pub(crate) struct OutPtr {
     ptr: *mut f32,
     n: usize,
     rows: usize,
@@ -37,7 +37,7 @@ unsafe impl Sync for OutPtr {}
 impl OutPtr {
     /// Writes element `(r, c)`. Panics (debug) out of bounds.
     #[inline(always)]
-    pub fn write(self, r: usize, c: usize, v: f32) {
+    pub(crate) fn write(self, r: usize, c: usize, v: f32) {
         assert!(
             r < self.rows && c < self.n,
             "output index out of bounds; this is a bug"
@@ -90,7 +90,7 @@ fn run_parallel(lvl: Level, qtype: QType, w: &[u8], n: usize, acts: &Acts, out: 
 
 /// `parts` ranges covering `0..n`, each a multiple of [`CHUNK_ALIGN`] columns (but the last),
 /// sizes differing by at most one alignment unit.
-pub fn chunk_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
+pub(crate) fn chunk_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
     let units = n.div_ceil(CHUNK_ALIGN);
     let parts = parts.clamp(1, units.max(1));
     (0..parts)

@@ -17,7 +17,7 @@
 
 pub mod blocks;
 pub mod matmul;
-pub mod pool;
+pub(crate) mod pool;
 pub mod quantize;
 pub mod scalar;
 
@@ -34,7 +34,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-pub use blocks::QType;
+pub(crate) use blocks::QType;
 pub use pool::{init_threads, threads};
 
 /// A SIMD level the kernels can run at.
@@ -190,7 +190,7 @@ impl QMatrix {
 
     /// The matrices stacked along the output axis (`[n1 + n2 + .., k]`); `None` unless all
     /// share the block type and `k`.
-    pub fn concat(parts: &[&QMatrix]) -> Option<QMatrix> {
+    pub(crate) fn concat(parts: &[&QMatrix]) -> Option<QMatrix> {
         let first = parts.first()?;
         if parts
             .iter()
@@ -209,7 +209,7 @@ impl QMatrix {
     }
 
     /// `out[T, n] = x[T, k] · Wᵀ`; `x.len()` must be `T * k` and `out.len()` `T * n`.
-    pub fn matmul(&self, x: &[f32], t: usize, out: &mut [f32]) {
+    pub(crate) fn matmul(&self, x: &[f32], t: usize, out: &mut [f32]) {
         matmul::matmul_at(level(), self, x, t, out)
     }
 }

@@ -49,7 +49,7 @@ pub fn threads() -> usize {
 /// Runs `f` on a worker of the pool and waits for it. A model step wrapped in this keeps the
 /// calling thread asleep, so on a machine with as many cores as threads no third thread
 /// competes with the workers (idle workers spin briefly between parallel calls).
-pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+pub(crate) fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     if rayon::current_thread_index().is_some() {
         return f();
     }

@@ -42,7 +42,7 @@ impl Acts {
     }
 
     /// Blocks per row.
-    pub fn blocks(&self) -> usize {
+    pub(crate) fn blocks(&self) -> usize {
         self.k / self.block_len()
     }
 
@@ -84,7 +84,7 @@ impl Acts {
     }
 
     /// The int8 values of block `b` of row `r`.
-    pub fn block(&self, r: usize, b: usize) -> &[i8] {
+    pub(crate) fn block(&self, r: usize, b: usize) -> &[i8] {
         let bl = self.block_len();
         &self.qs[r * self.k + b * bl..r * self.k + (b + 1) * bl]
     }
@@ -101,7 +101,7 @@ fn amax(xs: &[f32]) -> f32 {
 }
 
 /// One Q8_0 block (ggml `quantize_row_q8_0_ref`): returns the f16-rounded scale.
-pub fn quantize_q8_0(xs: &[f32], qs: &mut [i8]) -> f32 {
+pub(crate) fn quantize_q8_0(xs: &[f32], qs: &mut [i8]) -> f32 {
     let d = amax(xs) / 127.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     for (q, &x) in qs.iter_mut().zip(xs) {
@@ -111,7 +111,7 @@ pub fn quantize_q8_0(xs: &[f32], qs: &mut [i8]) -> f32 {
 }
 
 /// One Q8_1 block (ggml `quantize_row_q8_1_ref`): returns `(f16(d), f16(d * sum))` as f32.
-pub fn quantize_q8_1(xs: &[f32], qs: &mut [i8]) -> (f32, f32) {
+pub(crate) fn quantize_q8_1(xs: &[f32], qs: &mut [i8]) -> (f32, f32) {
     let d = amax(xs) / 127.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     let mut sum = 0i32;
@@ -126,7 +126,7 @@ pub fn quantize_q8_1(xs: &[f32], qs: &mut [i8]) -> (f32, f32) {
 }
 
 /// One Q8_K block (ggml `quantize_row_q8_K_ref`): returns the f32 scale.
-pub fn quantize_q8_k(xs: &[f32], qs: &mut [i8]) -> f32 {
+pub(crate) fn quantize_q8_k(xs: &[f32], qs: &mut [i8]) -> f32 {
     let (mut max, mut amax) = (0f32, 0f32);
     for &x in xs {
         if x.abs() > amax {

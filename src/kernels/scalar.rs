@@ -97,7 +97,7 @@ fn q6k_block(x: &BlockQ6K, a: &[i8], da: f32) -> f32 {
 }
 
 /// `out[r * n + c] = dot(w row c, act row r)` for columns `cols` of an `n`-column output.
-pub fn matmul_cols(
+pub(crate) fn matmul_cols(
     qtype: QType,
     w: &[u8],
     acts: &Acts,

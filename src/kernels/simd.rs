@@ -21,13 +21,13 @@ use super::matmul::OutPtr;
 use super::quantize::Acts;
 
 /// The u8 × i8 dot of 4-byte groups into i32 lanes, added to `acc`.
-pub trait IDot {
+pub(crate) trait IDot {
     /// `acc + sum over each 4-byte group of u * s` (u unsigned, s signed) per i32 lane.
     unsafe fn dot(acc: __m256i, u: __m256i, s: __m256i) -> __m256i;
 }
 
 /// What a weight type's tile kernel sees.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     /// First byte of weight row 0.
     pub w: *const u8,
     /// Bytes per weight row.
@@ -39,7 +39,13 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// The context for columns up to `cols_end` of `qtype` weights `w`; panics (a bug) if `w`
     /// does not hold those rows.
-    pub fn new(qtype: QType, w: &[u8], acts: &'a Acts, out: OutPtr, cols_end: usize) -> Self {
+    pub(crate) fn new(
+        qtype: QType,
+        w: &[u8],
+        acts: &'a Acts,
+        out: OutPtr,
+        cols_end: usize,
+    ) -> Self {
         let row_bytes = acts.blocks() * qtype.block_bytes();
         assert!(
             w.len() >= cols_end * row_bytes,
@@ -55,7 +61,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// A weight type's R × C tile.
-pub trait Tile {
+pub(crate) trait Tile {
     unsafe fn tile<D: IDot, const R: usize, const C: usize>(ctx: &Ctx, r0: usize, c0: usize);
 }
 
@@ -65,7 +71,7 @@ pub trait Tile {
 /// far better than several interleaved ones (measured on Zen 5: 18.7 GB/s at C1 = 1 against
 /// 5.6 GB/s at 4 columns for the 49152 × 576 Q8_0 head on one thread), so C1 = 1 there.
 #[inline(always)]
-pub unsafe fn run<K: Tile, D: IDot, const C: usize, const C1: usize>(
+pub(crate) unsafe fn run<K: Tile, D: IDot, const C: usize, const C1: usize>(
     ctx: &Ctx,
     cols: Range<usize>,
 ) {
@@ -104,7 +110,7 @@ unsafe fn row_tiles<K: Tile, D: IDot, const C: usize>(ctx: &Ctx, rows: usize, c0
 
 /// Fixed-order horizontal sum of 8 lanes.
 #[inline(always)]
-pub unsafe fn hsum(v: __m256) -> f32 {
+pub(crate) unsafe fn hsum(v: __m256) -> f32 {
     let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -113,7 +119,7 @@ pub unsafe fn hsum(v: __m256) -> f32 {
 
 /// Writes the tile's sums: `out[r0 + r][c0 + c] = hsum(acc[r][c])`.
 #[inline(always)]
-pub unsafe fn store<const R: usize, const C: usize>(
+pub(crate) unsafe fn store<const R: usize, const C: usize>(
     ctx: &Ctx,
     r0: usize,
     c0: usize,
@@ -128,20 +134,20 @@ pub unsafe fn store<const R: usize, const C: usize>(
 
 /// The f16 at `p` (any alignment), converted and broadcast to 8 lanes.
 #[inline(always)]
-pub unsafe fn bcast_f16(p: *const u8) -> __m256 {
+pub(crate) unsafe fn bcast_f16(p: *const u8) -> __m256 {
     let bits = p.cast::<i16>().read_unaligned();
     _mm256_cvtph_ps(_mm_set1_epi16(bits))
 }
 
 /// The f16 at `p` (any alignment) as f32.
 #[inline(always)]
-pub unsafe fn f16_at(p: *const u8) -> f32 {
+pub(crate) unsafe fn f16_at(p: *const u8) -> f32 {
     half::f16::from_bits(p.cast::<u16>().read_unaligned()).to_f32()
 }
 
 /// 16 bytes of nibbles at `p` as 32 bytes: low nibbles (values 0..16), then high (16..32).
 #[inline(always)]
-pub unsafe fn nibbles(p: *const u8) -> __m256i {
+pub(crate) unsafe fn nibbles(p: *const u8) -> __m256i {
     let q = _mm_loadu_si128(p.cast());
     let both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
     _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
@@ -149,18 +155,18 @@ pub unsafe fn nibbles(p: *const u8) -> __m256i {
 
 /// The 32 activation values of block `b` of row `r`.
 #[inline(always)]
-pub unsafe fn act_block(acts: &Acts, r: usize, b: usize) -> __m256i {
+pub(crate) unsafe fn act_block(acts: &Acts, r: usize, b: usize) -> __m256i {
     _mm256_loadu_si256(acts.qs.as_ptr().add(r * acts.k + b * 32).cast())
 }
 
 /// Adds `acc[r][c] += (dw[c] * da) * f32(sumi)`.
 #[inline(always)]
-pub unsafe fn fma_block(acc: &mut __m256, dw: __m256, da: __m256, sumi: __m256i) {
+pub(crate) unsafe fn fma_block(acc: &mut __m256, dw: __m256, da: __m256, sumi: __m256i) {
     *acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(sumi), *acc);
 }
 
 /// Q4_1 × Q8_1: `sum_b (d_w d_a) sumi_b + sum_b m_w s_a`.
-pub struct Q4_1;
+pub(crate) struct Q4_1;
 
 impl Tile for Q4_1 {
     #[inline(always)]
@@ -202,7 +208,7 @@ impl Tile for Q4_1 {
 }
 
 /// Q8_0 × Q8_0: `sum_b (d_w d_a) sumi_b`, signed × signed via `|w|` and `sign(a, w)`.
-pub struct Q8_0;
+pub(crate) struct Q8_0;
 
 impl Tile for Q8_0 {
     #[inline(always)]
@@ -235,7 +241,7 @@ impl Tile for Q8_0 {
 }
 
 /// A 32-value block type with unsigned values `q` and `x = d * (q - 2^OFFSET_LOG2)`.
-pub trait OffsetBlock {
+pub(crate) trait OffsetBlock {
     /// Bytes per block; the f16 `d` is at byte 0.
     const BYTES: usize;
     /// log2 of the offset (8 → 3, 16 → 4).
@@ -247,7 +253,7 @@ pub trait OffsetBlock {
 /// Q4_0 × Q8_0 and Q5_0 × Q8_0: the unsigned values dotted with `vpdpbusd`/`vpmaddubsw`
 /// starting from `-offset * sum(a)` per 4-value group (precomputed with the activations), so
 /// each lane holds the exact `sum (q - offset) a` of its group.
-pub struct Offset<B: OffsetBlock>(std::marker::PhantomData<B>);
+pub(crate) struct Offset<B: OffsetBlock>(std::marker::PhantomData<B>);
 
 impl<B: OffsetBlock> Tile for Offset<B> {
     #[inline(always)]
@@ -283,7 +289,7 @@ impl<B: OffsetBlock> Tile for Offset<B> {
 }
 
 /// Q4_0 blocks: `d`, 16 bytes of nibbles.
-pub struct Q4_0;
+pub(crate) struct Q4_0;
 
 impl OffsetBlock for Q4_0 {
     const BYTES: usize = 18;
@@ -295,7 +301,7 @@ impl OffsetBlock for Q4_0 {
 }
 
 /// Q5_0 blocks: `d`, 32 high bits `qh`, 16 bytes of nibbles.
-pub struct Q5_0;
+pub(crate) struct Q5_0;
 
 impl OffsetBlock for Q5_0 {
     const BYTES: usize = 22;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::stats;
 
 /// The clock definitions, as `--help` prints them.
-pub const DEFINITIONS: &str = "\
+pub(crate) const DEFINITIONS: &str = "\
   load     open + read + build weights and tokenizer (fetching a missing model is not counted);
            the page-cache state of the weight files before the load is shown (cold = not resident)
   warm-up  kernel warm-up: the first pure-decode step minus the median of the steady steps of the
@@ -30,7 +30,7 @@ pub enum Warmup {
 
 impl Warmup {
     /// `12.3 ms` or `none measurable (< 0.4 ms spread)`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match *self {
             Self::Excess { seconds, .. } => format!("{:.1} ms", seconds * 1e3),
             Self::NoneMeasurable { spread_s } => {
@@ -42,7 +42,7 @@ impl Warmup {
 
 /// Kernel warm-up from the first step's time and the steady steps of the same shape (seconds);
 /// none with fewer than 2 steady steps.
-pub fn kernel_warmup(first_s: f64, steady_s: &[f64]) -> Option<Warmup> {
+pub(crate) fn kernel_warmup(first_s: f64, steady_s: &[f64]) -> Option<Warmup> {
     if steady_s.len() < 2 || !first_s.is_finite() {
         return None;
     }
@@ -62,12 +62,12 @@ pub fn kernel_warmup(first_s: f64, steady_s: &[f64]) -> Option<Warmup> {
 /// `count` events over `seconds` as a rate per second; none for a zero, negative or non-finite
 /// interval (never a rate from a zero interval). Callers that time tokens pass only intervals
 /// between two timed tokens, so a single token gives no rate.
-pub fn rate(count: usize, seconds: f64) -> Option<f64> {
+pub(crate) fn rate(count: usize, seconds: f64) -> Option<f64> {
     (seconds.is_finite() && seconds > 0.0).then(|| count as f64 / seconds)
 }
 
 /// A rate for people: `12.3 tok/s` or `n/a (too few tokens)`.
-pub fn rate_label(rate: Option<f64>, unit: &str) -> String {
+pub(crate) fn rate_label(rate: Option<f64>, unit: &str) -> String {
     rate.map_or("n/a (too few tokens)".into(), |r| format!("{r:.1} {unit}"))
 }
 

@@ -9,7 +9,7 @@ const RAPL: &str = "/sys/class/powercap/intel-rapl:0";
 
 /// A readable energy counter.
 #[derive(Debug, Clone)]
-pub struct EnergyMeter {
+pub(crate) struct EnergyMeter {
     counter: PathBuf,
     /// The counter wraps at this many µJ.
     range_uj: u64,
@@ -17,7 +17,7 @@ pub struct EnergyMeter {
 
 impl EnergyMeter {
     /// Opens the RAPL package counter, or says why there is none.
-    pub fn open() -> Result<Self, String> {
+    pub(crate) fn open() -> Result<Self, String> {
         let dir = PathBuf::from(RAPL);
         let counter = dir.join("energy_uj");
         match fs::read_to_string(&counter) {
@@ -32,12 +32,12 @@ impl EnergyMeter {
     }
 
     /// The counter now, µJ.
-    pub fn read_uj(&self) -> Option<u64> {
+    pub(crate) fn read_uj(&self) -> Option<u64> {
         read_u64(&self.counter)
     }
 
     /// Joules between two readings, allowing one wrap of the counter.
-    pub fn joules(&self, before_uj: u64, after_uj: u64) -> f64 {
+    pub(crate) fn joules(&self, before_uj: u64, after_uj: u64) -> f64 {
         let d = if after_uj >= before_uj {
             after_uj - before_uj
         } else {

@@ -4,32 +4,32 @@
 use std::fs;
 
 /// Why a counter is missing when it is.
-pub const NA_REASON: &str = "no /proc/self counters on this system";
+pub(crate) const NA_REASON: &str = "no /proc/self counters on this system";
 
 /// Peak resident set size since start or the last [`reset_peak`] (`VmHWM`), bytes.
-pub fn peak_rss_bytes() -> Option<u64> {
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
     status_kib("VmHWM:").map(|k| k * 1024)
 }
 
 /// Current resident set size (`VmRSS`), bytes.
-pub fn rss_bytes() -> Option<u64> {
+pub(crate) fn rss_bytes() -> Option<u64> {
     status_kib("VmRSS:").map(|k| k * 1024)
 }
 
 /// Resets the peak RSS to the current RSS (`echo 5 > /proc/self/clear_refs`); false if refused.
-pub fn reset_peak() -> bool {
+pub(crate) fn reset_peak() -> bool {
     fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// Bytes this process caused to be read from storage (`read_bytes` of `/proc/self/io`); page-cache
 /// hits do not count.
-pub fn disk_read_bytes() -> Option<u64> {
+pub(crate) fn disk_read_bytes() -> Option<u64> {
     let io = fs::read_to_string("/proc/self/io").ok()?;
     field(&io, "read_bytes:")
 }
 
 /// Total physical memory (`MemTotal` of `/proc/meminfo`), bytes.
-pub fn total_memory_bytes() -> Option<u64> {
+pub(crate) fn total_memory_bytes() -> Option<u64> {
     let info = fs::read_to_string("/proc/meminfo").ok()?;
     field(&info, "MemTotal:").map(|k| k * 1024)
 }

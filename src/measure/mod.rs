@@ -1,9 +1,9 @@
 //! Measuring: statistics over raw samples, process memory and disk counters, page-cache state of
 //! model files, energy counters where readable, and provenance (build and machine).
 
-pub mod clocks;
-pub mod energy;
-pub mod memory;
-pub mod pagecache;
-pub mod provenance;
+pub(crate) mod clocks;
+pub(crate) mod energy;
+pub(crate) mod memory;
+pub(crate) mod pagecache;
+pub(crate) mod provenance;
 pub mod stats;

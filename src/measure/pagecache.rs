@@ -17,7 +17,7 @@ pub struct Residency {
 
 impl Residency {
     /// Resident fraction, 0..=1 (1 for empty files).
-    pub fn fraction(&self) -> f64 {
+    pub(crate) fn fraction(&self) -> f64 {
         if self.total_pages == 0 {
             1.0
         } else {
@@ -26,7 +26,7 @@ impl Residency {
     }
 
     /// "page-cache warm" (≥ 99 % resident), "disk-cold" (≤ 1 %) or "partly cached (N %)".
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let f = self.fraction();
         if f >= 0.99 {
             "page-cache warm".into()
@@ -39,7 +39,7 @@ impl Residency {
 }
 
 /// Residency summed over `files`; `None` when it cannot be read (not Unix, a file unreadable).
-pub fn residency(files: &[&Path]) -> Option<Residency> {
+pub(crate) fn residency(files: &[&Path]) -> Option<Residency> {
     let mut total = Residency {
         resident_pages: 0,
         total_pages: 0,

@@ -36,7 +36,7 @@ pub struct Machine {
 }
 
 impl Build {
-    pub fn current() -> Self {
+    pub(crate) fn current() -> Self {
         let mut features = Vec::new();
         if cfg!(feature = "cuda") {
             features.push("cuda".to_string());
@@ -86,7 +86,7 @@ const FLAGS: &[&str] = &[
 ];
 
 impl Machine {
-    pub fn current() -> Self {
+    pub(crate) fn current() -> Self {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let line = |key: &str| {
             cpuinfo

@@ -25,7 +25,7 @@ pub fn max(samples: &[f64]) -> Option<f64> {
 
 /// The nearest-rank percentile `p` (0..=100), or `None`. Only meaningful with enough samples:
 /// callers show the slowest sample instead below [`MIN_FOR_P95`] samples.
-pub fn percentile(samples: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(samples: &[f64], p: f64) -> Option<f64> {
     let v = sorted(samples);
     if v.is_empty() {
         return None;
@@ -35,10 +35,10 @@ pub fn percentile(samples: &[f64], p: f64) -> Option<f64> {
 }
 
 /// Fewer samples than this get "slowest" rather than a p95.
-pub const MIN_FOR_P95: usize = 20;
+pub(crate) const MIN_FOR_P95: usize = 20;
 
 /// The tail of a sample set: p95 with enough samples, else the slowest (largest) sample.
-pub fn tail(samples: &[f64]) -> Option<(f64, &'static str)> {
+pub(crate) fn tail(samples: &[f64]) -> Option<(f64, &'static str)> {
     if samples.len() >= MIN_FOR_P95 {
         percentile(samples, 95.0).map(|v| (v, "p95"))
     } else {
@@ -49,7 +49,7 @@ pub fn tail(samples: &[f64]) -> Option<(f64, &'static str)> {
 /// The median absolute deviation from the median, or `None` for no samples (a spread that a
 /// few outliers do not move; × 1.4826 estimates σ for normal data, as in hyperfine's
 /// `outlier_detection.rs`).
-pub fn mad(samples: &[f64]) -> Option<f64> {
+pub(crate) fn mad(samples: &[f64]) -> Option<f64> {
     let m = median(samples)?;
     let dev: Vec<f64> = samples.iter().map(|x| (x - m).abs()).collect();
     median(&dev)

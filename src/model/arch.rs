@@ -9,7 +9,7 @@ use super::gguf::Gguf;
 use crate::error::ModelError;
 
 /// Architectures this engine runs.
-pub const SUPPORTED: &[&str] = &["llama", "qwen2"];
+pub(crate) const SUPPORTED: &[&str] = &["llama", "qwen2"];
 
 /// Hyper-parameters of one model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,7 +37,7 @@ pub struct LlamaConfig {
 impl LlamaConfig {
     /// Reads `{arch}.*` metadata; rejects architectures outside [`SUPPORTED`] and files the
     /// validation pass ([`super::validate`]) finds problems in.
-    pub fn from_gguf(g: &Gguf) -> Result<Self, ModelError> {
+    pub(crate) fn from_gguf(g: &Gguf) -> Result<Self, ModelError> {
         let arch = g.architecture()?;
         check_arch(&g.path, &arch)?;
         super::validate::llama_config(g, &arch).map_err(|problems| ModelError::Rejected {
@@ -47,7 +47,7 @@ impl LlamaConfig {
     }
 
     /// Reads a Hugging Face `config.json`.
-    pub fn from_hf_json(path: &Path) -> Result<Self, ModelError> {
+    pub(crate) fn from_hf_json(path: &Path) -> Result<Self, ModelError> {
         let text = std::fs::read_to_string(path).map_err(ModelError::io(path))?;
         let hf: HfConfig = serde_json::from_str(&text).map_err(|e| ModelError::Invalid {
             path: path.to_path_buf(),
@@ -110,7 +110,7 @@ impl LlamaConfig {
     }
 
     /// KV-cache bytes one token takes across all layers (f32 keys and values).
-    pub fn kv_bytes_per_token(&self) -> usize {
+    pub(crate) fn kv_bytes_per_token(&self) -> usize {
         2 * self.layers * self.kv_heads * self.head_dim * 4
     }
 }

@@ -15,7 +15,7 @@ const PARALLEL_MIN_PAIRS: usize = 1 << 14;
 
 /// Model dimensions the block needs.
 #[derive(Debug, Clone, Copy)]
-pub struct Dims {
+pub(crate) struct Dims {
     pub heads: usize,
     pub kv_heads: usize,
     pub head_dim: usize,
@@ -34,7 +34,7 @@ impl Dims {
 
 /// Rotates one head vector in place by the angles of one position (candle's `rope`/`rope_i`
 /// formulas, value for value).
-pub fn rope_head(x: &mut [f32], cos: &[f32], sin: &[f32], interleaved: bool) {
+pub(crate) fn rope_head(x: &mut [f32], cos: &[f32], sin: &[f32], interleaved: bool) {
     let half = x.len() / 2;
     for i in 0..half {
         let (a, b) = if interleaved {
@@ -51,7 +51,7 @@ pub fn rope_head(x: &mut [f32], cos: &[f32], sin: &[f32], interleaved: bool) {
 /// Splits rows of `qkv` (`[T, q + 2 kv]`) into RoPE'd queries `[T, q]` and, for the tokens
 /// `rows`, new keys and values laid out `[kv_heads, n, head_dim]` as the cache stores them.
 /// `positions[t]` is token t's position; `cos`/`sin` are `[positions, head_dim / 2]` tables.
-pub struct Split<'a> {
+pub(crate) struct Split<'a> {
     pub dims: Dims,
     pub qkv: &'a [f32],
     pub positions: &'a [u32],
@@ -72,7 +72,7 @@ impl Split<'_> {
     }
 
     /// RoPE'd queries of all tokens, `[T, heads * head_dim]`.
-    pub fn queries(&self) -> Vec<f32> {
+    pub(crate) fn queries(&self) -> Vec<f32> {
         let (qw, hd) = (self.dims.q_width(), self.dims.head_dim);
         let t_all = self.positions.len();
         let mut q = Vec::with_capacity(t_all * qw);
@@ -87,7 +87,7 @@ impl Split<'_> {
     }
 
     /// RoPE'd keys and values of tokens `rows`, each `[kv_heads, n, head_dim]`.
-    pub fn new_kv(&self, rows: std::ops::Range<usize>) -> (Vec<f32>, Vec<f32>) {
+    pub(crate) fn new_kv(&self, rows: std::ops::Range<usize>) -> (Vec<f32>, Vec<f32>) {
         let (d, n) = (self.dims, rows.len());
         let (qw, kw, hd) = (d.q_width(), d.kv_width(), d.head_dim);
         let mut k = vec![0f32; n * kw];
@@ -108,7 +108,7 @@ impl Split<'_> {
 
 /// One sequence's keys and values for a layer: `[kv_heads, capacity, head_dim]` slices.
 #[derive(Clone, Copy)]
-pub struct KvSlices<'a> {
+pub(crate) struct KvSlices<'a> {
     pub k: &'a [f32],
     pub v: &'a [f32],
     pub capacity: usize,
@@ -116,7 +116,7 @@ pub struct KvSlices<'a> {
 
 /// One sequence's query rows of the step.
 #[derive(Clone, Copy)]
-pub struct SegmentRows {
+pub(crate) struct SegmentRows {
     /// First row in the step.
     pub start: usize,
     pub len: usize,
@@ -125,7 +125,7 @@ pub struct SegmentRows {
 }
 
 /// Causal attention of every query row: `out[T, heads * head_dim]`.
-pub fn attend(dims: Dims, q: &[f32], segments: &[(SegmentRows, KvSlices)], out: &mut [f32]) {
+pub(crate) fn attend(dims: Dims, q: &[f32], segments: &[(SegmentRows, KvSlices)], out: &mut [f32]) {
     let qw = dims.q_width();
     let pairs: usize = segments
         .iter()
@@ -228,7 +228,7 @@ mod simd {
 
     /// [`super::dot`] for lengths that are multiples of 8.
     #[inline]
-    pub unsafe fn dot8(a: &[f32], b: &[f32]) -> f32 {
+    pub(crate) unsafe fn dot8(a: &[f32], b: &[f32]) -> f32 {
         assert_eq!(a.len(), b.len(), "dot of unequal lengths; this is a bug");
         let mut acc = _mm256_setzero_ps();
         for i in (0..a.len()).step_by(8) {

@@ -32,7 +32,7 @@ pub struct ChatTemplate {
 
 impl ChatTemplate {
     /// Compiles `source`; the error says where the template is broken.
-    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self, String> {
+    pub(crate) fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<Self, String> {
         let mut env = Environment::new();
         env.add_function("raise_exception", |msg: String| -> Result<String, Error> {
             Err(Error::new(ErrorKind::InvalidOperation, msg))

@@ -17,7 +17,7 @@ use super::{header, layout};
 use crate::error::ModelError;
 
 /// A parsed GGUF header plus the open file it came from.
-pub struct Gguf {
+pub(crate) struct Gguf {
     pub path: PathBuf,
     /// The metadata and the tensors whose layout passed (candle's types).
     pub content: Content,
@@ -31,7 +31,7 @@ pub struct Gguf {
 
 impl Gguf {
     /// Opens and parses `path`; rejects files that are not GGUF or whose layout is wrong.
-    pub fn open(path: &Path) -> Result<Self, ModelError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, ModelError> {
         let g = Self::open_unchecked(path)?;
         if g.problems.is_empty() {
             Ok(g)
@@ -45,7 +45,7 @@ impl Gguf {
 
     /// Opens and parses `path`, keeping layout problems in [`Gguf::problems`] (for `inspect`);
     /// fails only when the header itself cannot be read.
-    pub fn open_unchecked(path: &Path) -> Result<Self, ModelError> {
+    pub(crate) fn open_unchecked(path: &Path) -> Result<Self, ModelError> {
         let file = open_regular(path)?;
         let file_bytes = file.metadata().map_err(ModelError::io(path))?.len();
         let mut reader = BufReader::with_capacity(1 << 16, file);
@@ -84,23 +84,23 @@ impl Gguf {
     }
 
     /// The metadata value under `key`, if present.
-    pub fn get(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
         self.content.metadata.get(key)
     }
 
     /// `general.architecture`.
-    pub fn architecture(&self) -> Result<String, ModelError> {
+    pub(crate) fn architecture(&self) -> Result<String, ModelError> {
         self.str("general.architecture")
     }
 
     /// A required string value.
-    pub fn str(&self, key: &str) -> Result<String, ModelError> {
+    pub(crate) fn str(&self, key: &str) -> Result<String, ModelError> {
         let v = self.require(key)?;
         v.to_string().cloned().map_err(|e| self.invalid(key, e))
     }
 
     /// A required unsigned integer value (any integer width).
-    pub fn u64(&self, key: &str) -> Result<u64, ModelError> {
+    pub(crate) fn u64(&self, key: &str) -> Result<u64, ModelError> {
         let v = self.require(key)?;
         value_u64(v).ok_or_else(|| {
             self.invalid(
@@ -111,23 +111,23 @@ impl Gguf {
     }
 
     /// An optional unsigned integer value.
-    pub fn opt_u64(&self, key: &str) -> Option<u64> {
+    pub(crate) fn opt_u64(&self, key: &str) -> Option<u64> {
         self.get(key).and_then(value_u64)
     }
 
     /// An optional float value.
-    pub fn opt_f64(&self, key: &str) -> Option<f64> {
+    pub(crate) fn opt_f64(&self, key: &str) -> Option<f64> {
         self.get(key)
             .and_then(|v| v.to_f32().map(f64::from).or_else(|_| v.to_f64()).ok())
     }
 
     /// An optional boolean value.
-    pub fn opt_bool(&self, key: &str) -> Option<bool> {
+    pub(crate) fn opt_bool(&self, key: &str) -> Option<bool> {
         self.get(key).and_then(|v| v.to_bool().ok())
     }
 
     /// An optional array of strings.
-    pub fn opt_strings(&self, key: &str) -> Result<Option<Vec<String>>, ModelError> {
+    pub(crate) fn opt_strings(&self, key: &str) -> Result<Option<Vec<String>>, ModelError> {
         let Some(v) = self.get(key) else {
             return Ok(None);
         };
@@ -139,7 +139,7 @@ impl Gguf {
     }
 
     /// An optional array of integers.
-    pub fn opt_ints(&self, key: &str) -> Result<Option<Vec<i64>>, ModelError> {
+    pub(crate) fn opt_ints(&self, key: &str) -> Result<Option<Vec<i64>>, ModelError> {
         let Some(v) = self.get(key) else {
             return Ok(None);
         };
@@ -151,7 +151,7 @@ impl Gguf {
     }
 
     /// Reads tensor `name` onto `device`.
-    pub fn tensor(&mut self, name: &str, device: &Device) -> Result<QTensor, ModelError> {
+    pub(crate) fn tensor(&mut self, name: &str, device: &Device) -> Result<QTensor, ModelError> {
         if !self.content.tensor_infos.contains_key(name) {
             return Err(ModelError::Invalid {
                 path: self.path.clone(),
@@ -167,7 +167,7 @@ impl Gguf {
     }
 
     /// Whether the file has tensor `name`.
-    pub fn has_tensor(&self, name: &str) -> bool {
+    pub(crate) fn has_tensor(&self, name: &str) -> bool {
         self.content.tensor_infos.contains_key(name)
     }
 

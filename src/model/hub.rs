@@ -10,14 +10,14 @@ use crate::error::ModelError;
 
 /// A parsed `hf:` model reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HubRef {
+pub(crate) struct HubRef {
     pub repo: String,
     pub file: Option<String>,
 }
 
 impl HubRef {
     /// Parses the part after `hf:`: `Org/Name` or `Org/Name:file.gguf`.
-    pub fn parse(spec: &str) -> Option<Self> {
+    pub(crate) fn parse(spec: &str) -> Option<Self> {
         let (repo, file) = match spec.split_once(':') {
             Some((r, f)) => (r, Some(f.to_string())),
             None => (spec, None),
@@ -31,7 +31,7 @@ impl HubRef {
 
 /// The local path of `r` in the hub cache at `cache_dir`: the file itself, or for a repo without
 /// a file, its snapshot directory (which must hold `config.json`).
-pub fn locate(r: &HubRef, cache_dir: &Path) -> Result<PathBuf, ModelError> {
+pub(crate) fn locate(r: &HubRef, cache_dir: &Path) -> Result<PathBuf, ModelError> {
     let cache = Cache::new(cache_dir.to_path_buf());
     let repo = cache.repo(Repo::new(r.repo.clone(), RepoType::Model));
     let wanted = r.file.as_deref().unwrap_or("config.json");

@@ -130,7 +130,7 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
 }
 
 /// Inspects a safetensors model directory through its `config.json` and tensor headers.
-pub fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
+pub(crate) fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
     let cfg = super::arch::LlamaConfig::from_hf_json(&dir.join("config.json"))?;
     let files = super::weights::safetensors_files(dir)?;
     // SAFETY: read-only mapping of files nobody truncates meanwhile.
@@ -189,7 +189,7 @@ pub fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
 }
 
 /// Hex sha256 of a file, read in 1 MiB chunks.
-pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String, ModelError> {
     let mut f = std::fs::File::open(path).map_err(ModelError::io(path))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];

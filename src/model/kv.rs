@@ -8,7 +8,7 @@ use crate::error::EngineError;
 
 /// The shape of one sequence's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KvShape {
+pub(crate) struct KvShape {
     pub layers: usize,
     pub kv_heads: usize,
     pub head_dim: usize,
@@ -28,7 +28,11 @@ pub struct KvCache {
 
 impl KvCache {
     /// A cache with room for `capacity` tokens before it has to grow.
-    pub fn new(shape: KvShape, capacity: usize, device: &Device) -> Result<Self, EngineError> {
+    pub(crate) fn new(
+        shape: KvShape,
+        capacity: usize,
+        device: &Device,
+    ) -> Result<Self, EngineError> {
         let capacity = capacity.clamp(1, shape.max_positions);
         let (k, v) = alloc(&shape, capacity, device)?;
         Ok(Self {
@@ -42,21 +46,21 @@ impl KvCache {
     }
 
     /// Tokens held.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Tokens that fit before the buffers grow.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// Bytes allocated for K and V across all layers (capacity, not length).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         2 * self.shape.layers
             * self.shape.kv_heads
             * self.capacity
@@ -65,7 +69,7 @@ impl KvCache {
     }
 
     /// Forgets every token from position `len` on (speculative rollback, preemption).
-    pub fn truncate(&mut self, len: usize) {
+    pub(crate) fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
     }
 

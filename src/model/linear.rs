@@ -13,7 +13,7 @@ use crate::kernels::{QMatrix, QType};
 
 /// How a matrix is stored.
 #[derive(Debug, Clone)]
-pub enum Weight {
+pub(crate) enum Weight {
     /// GGUF quantized blocks on the CPU, run by our kernels.
     Kernel(Arc<QMatrix>),
     /// GGUF quantized blocks (or a small f32/f16 tensor candle keeps dense).
@@ -24,14 +24,14 @@ pub enum Weight {
 
 /// `y = x W^T (+ b)` for `x` of shape `[T, in]`, f32.
 #[derive(Debug, Clone)]
-pub struct Linear {
+pub(crate) struct Linear {
     weight: Weight,
     bias: Option<Tensor>,
 }
 
 impl Linear {
     /// From a GGUF tensor, kept quantized (`Q`) or dequantized to the dense dtype asked for.
-    pub fn from_qtensor(
+    pub(crate) fn from_qtensor(
         q: QTensor,
         dtype: WeightDType,
         device: &Device,
@@ -47,7 +47,7 @@ impl Linear {
     }
 
     /// From a dense tensor `[out, in]`; `Q` keeps the file's dtype.
-    pub fn from_dense(w: Tensor, dtype: WeightDType) -> candle_core::Result<Self> {
+    pub(crate) fn from_dense(w: Tensor, dtype: WeightDType) -> candle_core::Result<Self> {
         let w = match dense_dtype(dtype) {
             None => w,
             Some(dt) => w.to_dtype(dt)?,
@@ -59,13 +59,13 @@ impl Linear {
     }
 
     /// Adds a bias `[out]` (kept f32).
-    pub fn with_bias(mut self, bias: Option<Tensor>) -> candle_core::Result<Self> {
+    pub(crate) fn with_bias(mut self, bias: Option<Tensor>) -> candle_core::Result<Self> {
         self.bias = bias.map(|b| b.to_dtype(DType::F32)).transpose()?;
         Ok(self)
     }
 
     /// Applies the layer to `x` `[T, in]`.
-    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+    pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let y = match &self.weight {
             Weight::Kernel(m) => kernel_forward(m, x)?,
             Weight::Quant(q) => q.forward(x)?,
@@ -84,7 +84,7 @@ impl Linear {
     /// The layers stacked along the output axis (one matmul computing all their outputs side
     /// by side), when all use our kernels with one block type and input width; `None`
     /// otherwise. Biases are stacked too (a missing one as zeros).
-    pub fn fuse(parts: &[&Linear]) -> candle_core::Result<Option<Linear>> {
+    pub(crate) fn fuse(parts: &[&Linear]) -> candle_core::Result<Option<Linear>> {
         let mats: Option<Vec<&QMatrix>> = parts
             .iter()
             .map(|p| match &p.weight {
@@ -114,7 +114,7 @@ impl Linear {
     }
 
     /// Output features.
-    pub fn out_features(&self) -> usize {
+    pub(crate) fn out_features(&self) -> usize {
         match &self.weight {
             Weight::Kernel(m) => m.n(),
             Weight::Quant(QMatMul::QTensor(q)) => q.shape().dims()[0],
@@ -125,7 +125,7 @@ impl Linear {
     }
 
     /// Short description of the storage, e.g. `q4_1` or `dense f32`.
-    pub fn storage(&self) -> String {
+    pub(crate) fn storage(&self) -> String {
         match &self.weight {
             Weight::Kernel(m) => format!("{:?}", m.qtype()).to_lowercase(),
             Weight::Quant(QMatMul::QTensor(q)) => format!("{:?}", q.dtype()).to_lowercase(),
@@ -137,7 +137,7 @@ impl Linear {
 }
 
 /// The dense dtype a `--dtype` asks for; `None` keeps the file's storage.
-pub fn dense_dtype(dtype: WeightDType) -> Option<DType> {
+pub(crate) fn dense_dtype(dtype: WeightDType) -> Option<DType> {
     match dtype {
         WeightDType::Q => None,
         WeightDType::F32 => Some(DType::F32),

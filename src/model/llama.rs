@@ -59,7 +59,7 @@ pub struct SeqInput<'a> {
 
 impl Llama {
     /// Builds the model from `src`, storing matrices as `dtype` asks.
-    pub fn load(
+    pub(crate) fn load(
         cfg: LlamaConfig,
         src: &mut dyn WeightSource,
         dtype: WeightDType,
@@ -113,12 +113,12 @@ impl Llama {
         })
     }
 
-    pub fn device(&self) -> &Device {
+    pub(crate) fn device(&self) -> &Device {
         &self.device
     }
 
     /// The shape of a KV cache for this model.
-    pub fn kv_shape(&self) -> KvShape {
+    pub(crate) fn kv_shape(&self) -> KvShape {
         KvShape {
             layers: self.cfg.layers,
             kv_heads: self.cfg.kv_heads,
@@ -133,7 +133,7 @@ impl Llama {
     }
 
     /// Storage of the first layer's Q projection and of the head, for reports.
-    pub fn storage(&self) -> (String, String) {
+    pub(crate) fn storage(&self) -> (String, String) {
         let first = self
             .layers
             .first()

@@ -59,7 +59,7 @@ impl Manifest {
     }
 
     /// Names of all entries, comma separated, for error messages.
-    pub fn known(&self) -> String {
+    pub(crate) fn known(&self) -> String {
         self.models
             .iter()
             .map(|m| m.name.as_str())
@@ -68,14 +68,14 @@ impl Manifest {
     }
 
     /// The entry whose file has this sha256, if any (used to show a licence in `inspect`).
-    pub fn by_sha256(&self, sha256: &str) -> Option<&ManifestModel> {
+    pub(crate) fn by_sha256(&self, sha256: &str) -> Option<&ManifestModel> {
         self.models.iter().find(|m| m.sha256 == sha256)
     }
 }
 
 impl ManifestModel {
     /// Where the file lives in `cache_dir`.
-    pub fn cached_path(&self, cache_dir: &Path) -> PathBuf {
+    pub(crate) fn cached_path(&self, cache_dir: &Path) -> PathBuf {
         cache_dir.join(&self.file)
     }
 

@@ -2,23 +2,23 @@
 //! `.gguf` file, a safetensors directory, `hf:REPO[:FILE]`), then loading weights, tokenizer and
 //! chat template, timing the load.
 
-pub mod arch;
-pub mod attention;
+pub(crate) mod arch;
+pub(crate) mod attention;
 pub mod chat;
-pub mod gguf;
+pub(crate) mod gguf;
 mod header;
-pub mod hub;
+pub(crate) mod hub;
 pub mod inspect;
 pub mod kv;
 mod layout;
-pub mod linear;
+pub(crate) mod linear;
 pub mod llama;
 pub mod manifest;
-pub mod projections;
+pub(crate) mod projections;
 pub mod synthetic;
 pub mod tokenizer;
-pub mod validate;
-pub mod weights;
+pub(crate) mod validate;
+pub(crate) mod weights;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -41,7 +41,7 @@ pub enum ModelPath {
 }
 
 impl ModelPath {
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             Self::Gguf(p) | Self::Safetensors(p) => p,
         }
@@ -49,7 +49,7 @@ impl ModelPath {
 }
 
 /// Turns `--model` into a path, fetching manifest models that are not cached yet.
-pub fn resolve(cfg: &ModelConfig) -> Result<ModelPath, ModelError> {
+pub(crate) fn resolve(cfg: &ModelConfig) -> Result<ModelPath, ModelError> {
     let spec = cfg.model.as_str();
     if let Some(rest) = spec.strip_prefix("hf:") {
         let r = hub::HubRef::parse(rest).ok_or_else(|| ConfigError::Flag {

@@ -8,14 +8,14 @@ use candle_core::{CpuStorage, Storage, Tensor};
 use super::linear::Linear;
 
 /// The q, k and v projections: one stacked matmul (`[T, q + k + v]`) when our kernels allow.
-pub enum Qkv {
+pub(crate) enum Qkv {
     Fused(Linear),
     Split(Linear, Linear, Linear),
 }
 
 impl Qkv {
     /// Stacks the three when [`Linear::fuse`] can.
-    pub fn new(q: Linear, k: Linear, v: Linear) -> candle_core::Result<Self> {
+    pub(crate) fn new(q: Linear, k: Linear, v: Linear) -> candle_core::Result<Self> {
         Ok(match Linear::fuse(&[&q, &k, &v])? {
             Some(f) => Self::Fused(f),
             None => Self::Split(q, k, v),
@@ -23,7 +23,7 @@ impl Qkv {
     }
 
     /// The three outputs side by side, `[T, q + k + v]`.
-    pub fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
+    pub(crate) fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
         match self {
             Self::Fused(f) => f.forward(h),
             Self::Split(q, k, v) => Tensor::cat(&[q.forward(h)?, k.forward(h)?, v.forward(h)?], 1),
@@ -31,7 +31,7 @@ impl Qkv {
     }
 
     /// The storage of the q projection, for reports.
-    pub fn q_storage(&self) -> String {
+    pub(crate) fn q_storage(&self) -> String {
         match self {
             Self::Fused(f) | Self::Split(f, _, _) => f.storage(),
         }
@@ -40,14 +40,14 @@ impl Qkv {
 
 /// The MLP's gate and up projections: one stacked matmul when our kernels allow, then
 /// `silu(gate) * up` in one pass over its output.
-pub enum GateUp {
+pub(crate) enum GateUp {
     Fused(Linear),
     Split(Linear, Linear),
 }
 
 impl GateUp {
     /// Stacks the two when [`Linear::fuse`] can.
-    pub fn new(gate: Linear, up: Linear) -> candle_core::Result<Self> {
+    pub(crate) fn new(gate: Linear, up: Linear) -> candle_core::Result<Self> {
         Ok(match Linear::fuse(&[&gate, &up])? {
             Some(f) => Self::Fused(f),
             None => Self::Split(gate, up),
@@ -55,7 +55,7 @@ impl GateUp {
     }
 
     /// `silu(h Gᵀ) * (h Uᵀ)`, `[T, ffn]`.
-    pub fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
+    pub(crate) fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
         match self {
             Self::Split(g, u) => candle_nn::ops::silu(&g.forward(h)?)? * u.forward(h)?,
             Self::Fused(f) => {
@@ -77,7 +77,7 @@ impl GateUp {
 }
 
 /// Runs `f` on the contiguous f32 CPU data of `t`.
-pub fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Result<R> {
+pub(crate) fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Result<R> {
     let t = t.contiguous()?;
     let (storage, layout) = t.storage_and_layout();
     let data = cpu_f32(&storage)?;
@@ -85,7 +85,7 @@ pub fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Resu
 }
 
 /// The f32 data of a CPU storage.
-pub fn cpu_f32(s: &Storage) -> candle_core::Result<&[f32]> {
+pub(crate) fn cpu_f32(s: &Storage) -> candle_core::Result<&[f32]> {
     match s {
         Storage::Cpu(CpuStorage::F32(v)) => Ok(v),
         _ => candle_core::bail!("expected f32 CPU storage"),

@@ -16,7 +16,7 @@ use super::tokenizer::build_bpe;
 use super::weights::Names;
 
 /// The ChatML template the synthetic models carry.
-pub const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+pub(crate) const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 const SPECIAL: [&str; 3] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
 const MERGES: [(&str, &str); 6] = [
     ("Ġ", "t"),
@@ -66,7 +66,7 @@ impl Default for Spec {
 }
 
 /// The tokenizer vocabulary: 3 special tokens, 256 byte tokens, then the merged pieces.
-pub fn vocab() -> (Vec<String>, Vec<String>, Vec<i64>) {
+pub(crate) fn vocab() -> (Vec<String>, Vec<String>, Vec<i64>) {
     let mut tokens: Vec<String> = SPECIAL.iter().map(|s| s.to_string()).collect();
     let mut types = vec![3i64; SPECIAL.len()];
     let map = byte_chars();

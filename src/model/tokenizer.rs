@@ -45,7 +45,7 @@ pub struct Tokenizer {
 
 impl Tokenizer {
     /// Builds the tokenizer described by a GGUF file's metadata.
-    pub fn from_gguf(gguf: &Gguf) -> Result<Self, ModelError> {
+    pub(crate) fn from_gguf(gguf: &Gguf) -> Result<Self, ModelError> {
         let no_tok = |detail: &str| ModelError::NoTokenizer {
             path: gguf.path.clone(),
             detail: detail.into(),
@@ -98,7 +98,7 @@ impl Tokenizer {
     }
 
     /// Loads `tokenizer.json`; special ids come from the model's config (`bos`, `eos`).
-    pub fn from_file(
+    pub(crate) fn from_file(
         path: &Path,
         bos_id: Option<u32>,
         eos_id: Option<u32>,
@@ -142,7 +142,7 @@ impl Tokenizer {
     }
 
     /// The underlying `tokenizers` object (e.g. to save it as `tokenizer.json`).
-    pub fn inner(&self) -> &tokenizers::Tokenizer {
+    pub(crate) fn inner(&self) -> &tokenizers::Tokenizer {
         &self.inner
     }
 
@@ -155,7 +155,7 @@ impl Tokenizer {
 }
 
 /// Byte-level BPE from vocab, merges and token types, as llama.cpp tokenizes `gpt2` models.
-pub fn build_bpe(
+pub(crate) fn build_bpe(
     tokens: &[String],
     merges: &[String],
     types: &[i64],

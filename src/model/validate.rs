@@ -27,7 +27,7 @@ const MAX_CONTEXT: u64 = 1 << 24;
 /// Tensors every layer has (q, k, v, o, gate, up, down, two norms).
 const TENSORS_PER_LAYER: usize = 9;
 
-pub use crate::error::{Problem, Problems};
+pub(crate) use crate::error::{Problem, Problems};
 
 /// The model's hyper-parameters when the file passes, else every problem found.
 pub(crate) fn llama_config(g: &Gguf, arch: &str) -> Result<LlamaConfig, Vec<Problem>> {

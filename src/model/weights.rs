@@ -12,25 +12,25 @@ use crate::config::WeightDType;
 use crate::error::ModelError;
 
 /// Names of a model's tensors in one file format.
-pub enum Names {
+pub(crate) enum Names {
     Gguf,
     Hf,
 }
 
 impl Names {
-    pub fn embed(&self) -> &'static str {
+    pub(crate) fn embed(&self) -> &'static str {
         match self {
             Self::Gguf => "token_embd.weight",
             Self::Hf => "model.embed_tokens.weight",
         }
     }
-    pub fn norm(&self) -> &'static str {
+    pub(crate) fn norm(&self) -> &'static str {
         match self {
             Self::Gguf => "output_norm.weight",
             Self::Hf => "model.norm.weight",
         }
     }
-    pub fn head(&self) -> &'static str {
+    pub(crate) fn head(&self) -> &'static str {
         match self {
             Self::Gguf => "output.weight",
             Self::Hf => "lm_head.weight",
@@ -38,7 +38,7 @@ impl Names {
     }
     /// The name of `part` (`q k v o gate up down attn_norm ffn_norm`) in layer `i`; `suffix`
     /// is `weight` or `bias`.
-    pub fn layer(&self, i: usize, part: &str, suffix: &str) -> String {
+    pub(crate) fn layer(&self, i: usize, part: &str, suffix: &str) -> String {
         let (gguf, hf) = match part {
             "q" => ("attn_q", "self_attn.q_proj"),
             "k" => ("attn_k", "self_attn.k_proj"),
@@ -59,7 +59,7 @@ impl Names {
 }
 
 /// Something that hands out a model's tensors by name.
-pub trait WeightSource {
+pub(crate) trait WeightSource {
     fn names(&self) -> Names;
     fn has(&self, name: &str) -> bool;
     /// A matrix as a linear layer in the storage `dtype` asks for.
@@ -70,7 +70,7 @@ pub trait WeightSource {
 }
 
 /// GGUF tensors.
-pub struct GgufSource<'a> {
+pub(crate) struct GgufSource<'a> {
     pub gguf: &'a mut Gguf,
     pub device: Device,
 }
@@ -98,7 +98,7 @@ impl WeightSource for GgufSource<'_> {
 }
 
 /// Safetensors shards of a model directory.
-pub struct SafetensorsSource {
+pub(crate) struct SafetensorsSource {
     st: MmapedSafetensors,
     dir: PathBuf,
     device: Device,
@@ -106,7 +106,7 @@ pub struct SafetensorsSource {
 
 impl SafetensorsSource {
     /// Memory-maps every `*.safetensors` file in `dir`.
-    pub fn open(dir: &Path, device: &Device) -> Result<Self, ModelError> {
+    pub(crate) fn open(dir: &Path, device: &Device) -> Result<Self, ModelError> {
         let files = safetensors_files(dir)?;
         // SAFETY: the files are only read; like every mmap, they must not be truncated meanwhile.
         let st = unsafe { MmapedSafetensors::multi(&files) }.map_err(ModelError::candle(
@@ -157,7 +157,7 @@ impl WeightSource for SafetensorsSource {
 }
 
 /// The `*.safetensors` files of `dir`, sorted.
-pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, ModelError> {
+pub(crate) fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>, ModelError> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(ModelError::io(dir))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -13,7 +13,7 @@ use super::{summary, ResultsFile, RunRecord, FORMAT};
 
 /// A results file that cannot be used, naming the file and what to do.
 #[derive(Debug, thiserror::Error)]
-pub enum RecordError {
+pub(crate) enum RecordError {
     #[error("{path}: no such results file; pass the .json a `run` or `sweep` wrote (default results/VERB-WORKLOAD.json)")]
     NotFound { path: PathBuf },
     #[error("cannot read {path}: {error}")]
@@ -61,7 +61,7 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> RecordError + '_ {
 }
 
 /// Loads a results file (any schema up to [`FORMAT`]).
-pub fn read(path: &Path) -> Result<ResultsFile, RecordError> {
+pub(crate) fn read(path: &Path) -> Result<ResultsFile, RecordError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -75,7 +75,7 @@ pub fn read(path: &Path) -> Result<ResultsFile, RecordError> {
 }
 
 /// Parses the text of a results file read from `path`.
-pub fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError> {
+pub(crate) fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError> {
     let not = |detail: String| RecordError::NotRecord {
         path: path.to_path_buf(),
         detail,
@@ -105,7 +105,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError> {
 }
 
 /// Picks runs of a file: by id, the last one, or all.
-pub fn select<'a>(
+pub(crate) fn select<'a>(
     path: &Path,
     file: &'a ResultsFile,
     id: Option<&str>,
@@ -193,14 +193,14 @@ fn read_or_empty(path: &Path) -> Result<ResultsFile, RecordError> {
 
 /// Keeps a run in its results file: the file's other runs are kept, this run's entry (by id)
 /// is replaced or appended with its summary derived anew, and the whole file is rewritten.
-pub struct RecordWriter {
+pub(crate) struct RecordWriter {
     path: PathBuf,
 }
 
 impl RecordWriter {
     /// Checks now that `path` is a results file (or absent) and its directory writable, so a bad
     /// `--out` fails before any work.
-    pub fn open(path: &Path) -> Result<Self, RecordError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, RecordError> {
         let _lock = lock(path)?;
         let existing = read_or_empty(path)?;
         write_atomic(path, &existing)?;
@@ -210,7 +210,7 @@ impl RecordWriter {
     }
 
     /// A writer for `path` that checks nothing (for the text log of a run already recorded).
-    pub fn at(path: &Path) -> Self {
+    pub(crate) fn at(path: &Path) -> Self {
         Self {
             path: path.to_path_buf(),
         }
@@ -218,7 +218,7 @@ impl RecordWriter {
 
     /// Saves `run` (its summary recomputed from its samples); rereads the file under the lock so
     /// runs appended meanwhile by other processes are kept.
-    pub fn save(&self, run: &RunRecord) -> Result<(), RecordError> {
+    pub(crate) fn save(&self, run: &RunRecord) -> Result<(), RecordError> {
         let mut run = run.clone();
         run.summary = Some(summary::summarize_run(&run));
         let _lock = lock(&self.path)?;
@@ -232,7 +232,7 @@ impl RecordWriter {
     }
 
     /// Appends `text` to the plain-text log beside the record (`NAME.txt`).
-    pub fn append_log(&self, text: &str) -> Result<PathBuf, RecordError> {
+    pub(crate) fn append_log(&self, text: &str) -> Result<PathBuf, RecordError> {
         let log = self.path.with_extension("txt");
         let _lock = lock(&self.path)?;
         let mut f = OpenOptions::new()

@@ -4,9 +4,9 @@
 //! by the same code that prints the sheet). `bench` writes records; `report` (and everything that
 //! compares runs) only reads them, through [`io`].
 
-pub mod io;
+pub(crate) mod io;
 pub mod summary;
-pub mod verdict;
+pub(crate) mod verdict;
 
 use std::path::PathBuf;
 
@@ -21,7 +21,7 @@ use crate::workload::{Outcome, ToolCall, Workload};
 
 /// Version of the file layout below. 2 added `summary`, `config.headroom` and the
 /// `interrupted` state; version 1 files still load (their summary is derived on reading).
-pub const FORMAT: u32 = 2;
+pub(crate) const FORMAT: u32 = 2;
 
 /// A results file: every run appended to it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -49,7 +49,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// `running`, `complete`, `failed: …`, `interrupted (SIGINT)`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Self::Running => "running (or killed before it could finish)".into(),
             Self::Complete => "complete".into(),
@@ -90,7 +90,7 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// The stored summary, or one derived now for a record that has none.
-    pub fn summary(&self) -> summary::RunSummary {
+    pub(crate) fn summary(&self) -> summary::RunSummary {
         self.summary
             .clone()
             .unwrap_or_else(|| summary::summarize_run(self))

@@ -70,7 +70,7 @@ fn measured(level: &LevelRecord) -> impl Iterator<Item = &RoundRecord> {
 }
 
 /// Per-job tok/s of one round, by job index.
-pub fn job_rates(round: &RoundRecord) -> BTreeMap<usize, f64> {
+pub(crate) fn job_rates(round: &RoundRecord) -> BTreeMap<usize, f64> {
     let mut span: BTreeMap<usize, (f64, f64, usize)> = BTreeMap::new();
     for t in &round.tasks {
         let e = span.entry(t.job).or_insert((f64::MAX, 0.0, 0));
@@ -164,7 +164,7 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
 
 /// Kernel warm-up: the first pure-decode step of the first round against the pure-decode steps
 /// with the same number of sequences in the measured rounds ([`clocks::kernel_warmup`]).
-pub fn kernel_warmup(level: &LevelRecord) -> Option<Warmup> {
+pub(crate) fn kernel_warmup(level: &LevelRecord) -> Option<Warmup> {
     let first = level.rounds.first()?;
     let s0 = first
         .steps
@@ -179,7 +179,7 @@ pub fn kernel_warmup(level: &LevelRecord) -> Option<Warmup> {
 }
 
 /// The first TTFT the process produced (first task of the first round), seconds.
-pub fn first_ttft_s(level: &LevelRecord) -> Option<f64> {
+pub(crate) fn first_ttft_s(level: &LevelRecord) -> Option<f64> {
     let r = level.rounds.first()?;
     r.tasks
         .iter()
@@ -189,7 +189,7 @@ pub fn first_ttft_s(level: &LevelRecord) -> Option<f64> {
 
 impl LevelSummary {
     /// A level with no measured samples.
-    pub fn empty(jobs: usize) -> Self {
+    pub(crate) fn empty(jobs: usize) -> Self {
         Self {
             jobs,
             rounds: 0,
@@ -259,7 +259,7 @@ pub fn summarize_run(run: &RunRecord) -> RunSummary {
 
 /// True when at least two levels ran and every task gave the same output in every measured
 /// round of every level (greedy decoding: the load did not change what the model said).
-pub fn outputs_identical(run: &RunRecord) -> bool {
+pub(crate) fn outputs_identical(run: &RunRecord) -> bool {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     let mut levels = 0;
     for level in &run.levels {

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::summary::LevelSummary;
-pub use crate::config::run::DEFAULT_HEADROOM;
+pub(crate) use crate::config::run::DEFAULT_HEADROOM;
 use crate::workload::Criteria;
 
 /// What a criterion judges.
@@ -83,7 +83,7 @@ impl Check {
     }
 
     /// E.g. `median TTFT 0.14 s ≤ 1 s, 86 % headroom` or `pass rate 50 % < 80 %`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let num = |v: f64| match self.unit.as_str() {
             "%" => format!("{v:.0} %"),
             u => format!("{} {u}", trim(v)),
@@ -141,7 +141,7 @@ pub struct LevelVerdict {
 
 impl LevelVerdict {
     /// The checks of `aspect` that failed, described.
-    pub fn failures(&self, aspect: Aspect) -> Vec<String> {
+    pub(crate) fn failures(&self, aspect: Aspect) -> Vec<String> {
         self.checks
             .iter()
             .filter(|c| c.aspect == aspect && !c.pass)
@@ -150,7 +150,7 @@ impl LevelVerdict {
     }
 
     /// `comfortable`, `comfortable, no headroom (…)` or `not comfortable: …`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         if !self.comfortable {
             let mut bad = self.failures(Aspect::Speed);
             bad.extend(self.failures(Aspect::Quality));
@@ -171,7 +171,7 @@ impl LevelVerdict {
 }
 
 /// Checks one level against the criteria; `headroom` is the margin a level should keep.
-pub fn judge(s: &LevelSummary, c: &Criteria, headroom: f64) -> LevelVerdict {
+pub(crate) fn judge(s: &LevelSummary, c: &Criteria, headroom: f64) -> LevelVerdict {
     let mut checks = Vec::new();
     if let Some(max) = c.ttft_max_s {
         checks.push(Check::new(
@@ -256,7 +256,7 @@ fn plural(n: usize) -> &'static str {
 
 /// Judges the whole run from its level verdicts; `outputs_identical` says whether every task's
 /// output was the same at every level.
-pub fn overall(verdicts: &[LevelVerdict], outputs_identical: bool) -> RunVerdict {
+pub(crate) fn overall(verdicts: &[LevelVerdict], outputs_identical: bool) -> RunVerdict {
     let mut sorted: Vec<&LevelVerdict> = verdicts.iter().collect();
     sorted.sort_by_key(|v| v.jobs);
     let highest =

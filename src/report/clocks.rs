@@ -7,7 +7,7 @@ use crate::engine::generate::Generation;
 use crate::measure::{clocks, stats};
 
 /// What the clock report needs besides the generation itself.
-pub struct ClockContext<'a> {
+pub(crate) struct ClockContext<'a> {
     pub load: Duration,
     pub file_bytes: u64,
     pub model: &'a str,
@@ -16,7 +16,7 @@ pub struct ClockContext<'a> {
 }
 
 /// Load, warm-up, prefill and decode, one line each.
-pub fn text(ctx: &ClockContext, g: &Generation) -> String {
+pub(crate) fn text(ctx: &ClockContext, g: &Generation) -> String {
     use super::duration as d;
     let ms: Vec<f64> = g.steps.iter().map(|s| s.as_secs_f64() * 1e3).collect();
     let steady_s: Vec<f64> = ms.iter().skip(1).map(|m| m / 1e3).collect();

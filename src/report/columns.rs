@@ -9,7 +9,7 @@ use crate::record::RunRecord;
 
 /// A cell's raw value, before formatting.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Count(u64),
     /// A measured figure in the column's unit (none when it could not be measured).
     Num(Option<f64>),
@@ -17,7 +17,7 @@ pub enum Value {
 }
 
 /// One figure of the sheet.
-pub struct Column {
+pub(crate) struct Column {
     /// Name in JSON and CSV (the [`LevelSummary`] field), unit included.
     pub key: &'static str,
     /// Header in text and Markdown.
@@ -71,7 +71,7 @@ macro_rules! figure {
 }
 
 /// Every per-level figure, in sheet order.
-pub const COLUMNS: &[Column] = &[
+pub(crate) const COLUMNS: &[Column] = &[
     count!("jobs", "jobs", true, "concurrent jobs (independent clients of the one engine)", jobs),
     count!("completed", "done", true, "tasks that ended with an answer (pass or fail), abstentions excluded", completed),
     count!("attempted", "tried", true, "tasks started in the measured rounds", attempted),
@@ -127,7 +127,7 @@ pub const COLUMNS: &[Column] = &[
 ];
 
 /// Columns that identify the run a row comes from.
-pub const IDENTITY: &[(&str, &str)] = &[
+pub(crate) const IDENTITY: &[(&str, &str)] = &[
     ("run_id", "the run's id in its results file"),
     ("model", "what --model named"),
     ("model_sha256", "first 12 hex digits of the weights' sha256"),
@@ -147,7 +147,7 @@ fn short(hash: &str) -> String {
 }
 
 /// The identity values of a run, in [`IDENTITY`] order.
-pub fn identity(run: &RunRecord) -> Vec<String> {
+pub(crate) fn identity(run: &RunRecord) -> Vec<String> {
     vec![
         run.id.clone(),
         run.config.model.model.clone(),
@@ -162,7 +162,7 @@ pub fn identity(run: &RunRecord) -> Vec<String> {
 }
 
 /// A value as CSV wants it: plain numbers (full precision), empty when unmeasured.
-pub fn csv_value(v: &Value) -> String {
+pub(crate) fn csv_value(v: &Value) -> String {
     match v {
         Value::Count(n) => n.to_string(),
         Value::Num(x) => x.map_or(String::new(), |x| format!("{x}")),
@@ -171,7 +171,7 @@ pub fn csv_value(v: &Value) -> String {
 }
 
 /// Quotes a CSV field when it holds a comma, quote or newline.
-pub fn csv_escape(t: &str) -> String {
+pub(crate) fn csv_escape(t: &str) -> String {
     if t.contains([',', '"', '\n']) {
         format!("\"{}\"", t.replace('"', "\"\""))
     } else {
@@ -180,7 +180,7 @@ pub fn csv_escape(t: &str) -> String {
 }
 
 /// The definitions of every column, for `--help`.
-pub fn help() -> String {
+pub(crate) fn help() -> String {
     let width = COLUMNS.iter().map(|c| c.header.len()).max().unwrap_or(0);
     let mut out = String::from("Sheet columns (CSV/JSON key in brackets):\n");
     for c in COLUMNS {

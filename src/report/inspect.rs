@@ -7,7 +7,7 @@ use crate::model::tokenizer::Tokenizer;
 use crate::model::ModelPath;
 
 /// The model report as aligned text lines.
-pub fn text(r: &ModelReport) -> String {
+pub(crate) fn text(r: &ModelReport) -> String {
     let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_else(|| "?".into());
     let mut s = String::new();
     let (format, path) = match &r.path {
@@ -107,7 +107,7 @@ pub fn text(r: &ModelReport) -> String {
 }
 
 /// Token ids of an encoded text: `[1, 2, 3]` then one `id -> 'piece'` line each, or JSON.
-pub fn token_ids(tok: &Tokenizer, ids: &[u32], json: bool) -> anyhow::Result<String> {
+pub(crate) fn token_ids(tok: &Tokenizer, ids: &[u32], json: bool) -> anyhow::Result<String> {
     let pieces: Vec<String> = ids
         .iter()
         .map(|&i| tok.decode(&[i]))

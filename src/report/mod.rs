@@ -1,16 +1,16 @@
 //! What the user reads: text renderings of results. Reports only read values they are given;
 //! they never measure.
 
-pub mod clocks;
-pub mod columns;
+pub(crate) mod clocks;
+pub(crate) mod columns;
 pub mod html;
-pub mod inspect;
-pub mod summary;
-pub mod svg;
+pub(crate) mod inspect;
+pub(crate) mod summary;
+pub(crate) mod svg;
 pub mod text;
 
 /// Bytes as a short human figure (decimal units: kB, MB, GB).
-pub fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     let n = n as f64;
     if n >= 1e9 {
         format!("{:.2} GB", n / 1e9)
@@ -24,7 +24,7 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// A duration in the unit that reads best (µs, ms, s).
-pub fn duration(d: std::time::Duration) -> String {
+pub(crate) fn duration(d: std::time::Duration) -> String {
     let s = d.as_secs_f64();
     if s >= 1.0 {
         format!("{s:.2} s")

@@ -24,12 +24,12 @@ fn quote(arg: &str) -> String {
 }
 
 /// The launch command, shell-quoted.
-pub fn command_line(args: &[String]) -> String {
+pub(crate) fn command_line(args: &[String]) -> String {
     args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
 }
 
 /// Renders the summary.
-pub fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
+pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
     let w = &run.workload;
     let mut out = String::new();
     let line = |out: &mut String, key: &str, value: String| {

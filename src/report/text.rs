@@ -45,7 +45,7 @@ fn table_text(levels: &[LevelSummary]) -> String {
 }
 
 /// The formatted sheet (headers, one row per level) for HTML.
-pub fn sheet_cells(levels: &[LevelSummary]) -> (Vec<String>, Vec<Vec<String>>) {
+pub(crate) fn sheet_cells(levels: &[LevelSummary]) -> (Vec<String>, Vec<Vec<String>>) {
     let cols: Vec<_> = COLUMNS.iter().filter(|c| c.in_sheet).collect();
     let headers = cols.iter().map(|c| c.header.to_string()).collect();
     let rows = levels
@@ -81,7 +81,7 @@ fn table_md(run: &RunRecord, levels: &[LevelSummary]) -> String {
 }
 
 /// The CSV header line (identity, then every column key).
-pub fn csv_header() -> String {
+pub(crate) fn csv_header() -> String {
     let keys: Vec<&str> = IDENTITY
         .iter()
         .map(|(k, _)| *k)
@@ -91,7 +91,7 @@ pub fn csv_header() -> String {
 }
 
 /// CSV rows, one per level, without the header.
-pub fn csv_rows(run: &RunRecord, levels: &[LevelSummary]) -> String {
+pub(crate) fn csv_rows(run: &RunRecord, levels: &[LevelSummary]) -> String {
     let id: Vec<String> = columns::identity(run)
         .iter()
         .map(|v| columns::csv_escape(v))
@@ -141,7 +141,7 @@ fn pct(v: Option<f64>, digits: usize) -> String {
 }
 
 /// Per level: the verdict label, then speed and quality with every check's value and margin.
-pub fn verdict_lines(run: &RunRecord, d: &RunSummary) -> Vec<String> {
+pub(crate) fn verdict_lines(run: &RunRecord, d: &RunSummary) -> Vec<String> {
     use crate::record::verdict::Aspect;
     let mut out = Vec::new();
     for v in &d.verdicts {
@@ -208,7 +208,7 @@ struct JsonWorkload<'a> {
 }
 
 /// The run as the JSON summary (`--format json`), keys in the record's order.
-pub fn json_summary(run: &RunRecord, d: &RunSummary) -> String {
+pub(crate) fn json_summary(run: &RunRecord, d: &RunSummary) -> String {
     let w = &run.workload;
     let j = JsonRun {
         tokfire_results: FORMAT,
@@ -267,12 +267,12 @@ pub fn render(run: &RunRecord, format: Format) -> String {
 }
 
 /// Pretty JSON documents as one JSON array.
-pub fn json_array(docs: &[String]) -> String {
+pub(crate) fn json_array(docs: &[String]) -> String {
     format!("[\n{}\n]\n", docs.join(",\n"))
 }
 
 /// The sheet's first line: what ran, where, how often.
-pub fn header(run: &RunRecord) -> String {
+pub(crate) fn header(run: &RunRecord) -> String {
     let c = &run.config;
     format!(
         "tokfire {} · workload {} v{} · model {} · {} · {} + {} per level",

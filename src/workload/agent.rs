@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// The role of the turn that carries tool results back, as `<tool_response>[…]</tool_response>`.
 /// With a `tool` turn the default model (SmolLM2-135M-Instruct) answers from the result; inside
 /// a `user` turn it only echoes the response block back.
-pub const TOOL_RESULT_ROLE: &str = "tool";
+pub(crate) const TOOL_RESULT_ROLE: &str = "tool";
 
 /// What the caller does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,7 +164,7 @@ impl TaskRun {
 }
 
 /// Whether a made call satisfies a required one (same tool, each required argument matching).
-pub fn call_matches(call: &ToolCall, req: &RequiredCall) -> bool {
+pub(crate) fn call_matches(call: &ToolCall, req: &RequiredCall) -> bool {
     call.name == req.tool
         && req.arguments.iter().all(|(k, want)| {
             call.arguments

@@ -64,7 +64,11 @@ pub struct LockMismatch {
 
 impl WorkloadError {
     /// Shorthand for an [`WorkloadError::Invalid`] at `key`.
-    pub fn invalid(source_name: &str, key: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub(crate) fn invalid(
+        source_name: &str,
+        key: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
         Self::Invalid {
             source_name: source_name.to_string(),
             key: key.into(),

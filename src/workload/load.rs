@@ -14,7 +14,7 @@ const MAX_TOKENS_LIMIT: usize = 8192;
 const MAX_TURNS_LIMIT: usize = 16;
 
 /// The shipped workloads, embedded so the binary works from any directory.
-pub const BUILTINS: &[(&str, &str)] = &[
+pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("chat", include_str!("../../workloads/chat.toml")),
     ("code", include_str!("../../workloads/code.toml")),
     ("extract", include_str!("../../workloads/extract.toml")),

@@ -6,7 +6,7 @@ use super::error::WorkloadError;
 use std::collections::BTreeMap;
 
 /// The lock shipped with this build.
-pub const EMBEDDED: &str = include_str!("../../workloads/workloads.lock");
+pub(crate) const EMBEDDED: &str = include_str!("../../workloads/workloads.lock");
 
 /// Parsed lock: (name, version) → sha256 hex.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,18 +51,18 @@ impl Lock {
     }
 
     /// The embedded lock.
-    pub fn embedded() -> Lock {
+    pub(crate) fn embedded() -> Lock {
         Lock::parse(EMBEDDED, "workloads/workloads.lock (embedded)")
             .expect("the embedded workloads.lock is checked by a test; this is a bug")
     }
 
     /// Adds `other`'s entries (used to merge a lock file beside a workload with the embedded one).
-    pub fn merge(&mut self, other: Lock) {
+    pub(crate) fn merge(&mut self, other: Lock) {
         self.entries.extend(other.entries);
     }
 
     /// The recorded hash for `name` `version`, if any.
-    pub fn get(&self, name: &str, version: u32) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str, version: u32) -> Option<&str> {
         self.entries
             .get(&(name.to_string(), version))
             .map(String::as_str)
@@ -70,6 +70,6 @@ impl Lock {
 }
 
 /// The lock line for a workload, as it should appear in `workloads.lock`.
-pub fn line(name: &str, version: u32, hash: &str) -> String {
+pub(crate) fn line(name: &str, version: u32, hash: &str) -> String {
     format!("{name} {version} {hash}")
 }

@@ -43,13 +43,13 @@
 //! # (or result = { kind = "arithmetic", argument = "expression" })
 //! ```
 
-pub mod agent;
-pub mod error;
+pub(crate) mod agent;
+pub(crate) mod error;
 pub mod load;
-pub mod lock;
-pub mod spec;
-pub mod tools;
-pub mod validate;
+pub(crate) mod lock;
+pub(crate) mod spec;
+pub(crate) mod tools;
+pub(crate) mod validate;
 
 #[cfg(test)]
 mod agent_tests;
@@ -62,5 +62,5 @@ pub use agent::{Next, TaskResult, TaskRun};
 pub use error::WorkloadError;
 pub use load::{builtin_names, load, lock_line, parse};
 pub use spec::{Criteria, Prompt, RequiredCall, Task, Workload};
-pub use tools::{Simulation, ToolCall, ToolSpec};
+pub(crate) use tools::{Simulation, ToolCall, ToolSpec};
 pub use validate::{AbstainRule, Check, Outcome};

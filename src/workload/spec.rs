@@ -87,7 +87,7 @@ pub struct Task {
 
 impl Workload {
     /// `NAME vVERSION (sha256 PREFIX…)`, for sheets and logs.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let short = self.hash.get(..12).unwrap_or(&self.hash);
         let lock = if self.locked {
             ""
@@ -168,7 +168,12 @@ struct Canonical<'a> {
 
 /// sha256 hex of the canonical JSON of name, version, criteria and tasks (serde_json writes
 /// struct fields in declaration order and maps sorted, so the text is canonical).
-pub fn content_hash(name: &str, version: u32, criteria: &Criteria, tasks: &[Task]) -> String {
+pub(crate) fn content_hash(
+    name: &str,
+    version: u32,
+    criteria: &Criteria,
+    tasks: &[Task],
+) -> String {
     let json = serde_json::to_vec(&Canonical {
         name,
         version,

@@ -52,7 +52,7 @@ pub struct ToolCall {
 }
 
 /// The system prompt that lists the tools and the call format.
-pub fn system_prompt(tools: &[ToolSpec], extra: Option<&str>) -> String {
+pub(crate) fn system_prompt(tools: &[ToolSpec], extra: Option<&str>) -> String {
     let list: Vec<Value> = tools
         .iter()
         .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
@@ -80,7 +80,7 @@ pub fn system_prompt(tools: &[ToolSpec], extra: Option<&str>) -> String {
 
 /// A call as parsed from the output, before it is run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ParsedCall {
+pub(crate) struct ParsedCall {
     /// The tool name as written.
     pub name: String,
     /// The arguments object (a JSON string holding an object is unwrapped).
@@ -89,7 +89,7 @@ pub struct ParsedCall {
 
 /// Finds `<tool_call>…</tool_call>` blocks in `output`. `Ok(None)` when there is no block (a
 /// final answer); `Ok(Some(vec![]))` for an empty list; `Err` when a block is malformed.
-pub fn parse_calls(output: &str) -> Result<Option<Vec<ParsedCall>>, String> {
+pub(crate) fn parse_calls(output: &str) -> Result<Option<Vec<ParsedCall>>, String> {
     const OPEN: &str = "<tool_call>";
     const CLOSE: &str = "</tool_call>";
     let mut rest = output;
@@ -144,7 +144,7 @@ fn parse_one(item: Value) -> Result<ParsedCall, String> {
 }
 
 /// A JSON argument as plain text: strings as they are, other values as JSON.
-pub fn arg_text(v: &Value) -> String {
+pub(crate) fn arg_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.trim().to_string(),
         other => other.to_string(),
@@ -153,7 +153,7 @@ pub fn arg_text(v: &Value) -> String {
 
 /// Runs a parsed call against the declared tools; unknown tools and missing arguments produce
 /// an error result for the model to read, as a real tool would.
-pub fn execute(tools: &[ToolSpec], call: &ParsedCall) -> String {
+pub(crate) fn execute(tools: &[ToolSpec], call: &ParsedCall) -> String {
     let Some(tool) = tools.iter().find(|t| t.name == call.name) else {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         return format!("error: unknown tool {:?}; available: {names:?}", call.name);
@@ -179,7 +179,7 @@ pub fn execute(tools: &[ToolSpec], call: &ParsedCall) -> String {
 }
 
 /// A number as a person writes it: integers without a decimal point, others to 6 places.
-pub fn format_number(x: f64) -> String {
+pub(crate) fn format_number(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{}", x as i64)
     } else {
@@ -189,7 +189,7 @@ pub fn format_number(x: f64) -> String {
 }
 
 /// Evaluates `+ - * /`, unary minus and parentheses over decimal numbers.
-pub fn eval_arithmetic(expr: &str) -> Result<f64, String> {
+pub(crate) fn eval_arithmetic(expr: &str) -> Result<f64, String> {
     let tokens: Vec<char> = expr.chars().filter(|c| !c.is_whitespace()).collect();
     let mut p = Parser { t: &tokens, i: 0 };
     let v = p.sum()?;

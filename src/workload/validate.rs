@@ -20,7 +20,7 @@ pub enum OneOrMany {
 
 impl OneOrMany {
     /// The strings, in order.
-    pub fn items(&self) -> Vec<&str> {
+    pub(crate) fn items(&self) -> Vec<&str> {
         match self {
             Self::One(s) => vec![s.as_str()],
             Self::Many(v) => v.iter().map(String::as_str).collect(),
@@ -118,7 +118,7 @@ fn fold(s: &str, case_sensitive: bool) -> String {
 
 impl Check {
     /// `Ok(())` when the output satisfies the check, else the reason it does not.
-    pub fn evaluate(&self, output: &str) -> Result<(), String> {
+    pub(crate) fn evaluate(&self, output: &str) -> Result<(), String> {
         match self {
             Check::Contains {
                 value,
@@ -184,7 +184,7 @@ impl Check {
     }
 
     /// Checks that the check itself is usable (the regular expression compiles).
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         match self {
             Check::Regex {
                 pattern,
@@ -209,13 +209,18 @@ fn compile(pattern: &str, case_sensitive: bool) -> Result<regex::Regex, regex::E
 }
 
 /// Runs every check in order; the first failure's reason, or `Ok(())`.
-pub fn evaluate_checks(checks: &[Check], output: &str) -> Result<(), String> {
+pub(crate) fn evaluate_checks(checks: &[Check], output: &str) -> Result<(), String> {
     checks.iter().try_for_each(|c| c.evaluate(output))
 }
 
 /// The outcome of a final answer: pass when every check holds; otherwise abstain when the rule
 /// says so (a decline phrase, or the token limit hit), else fail with the first check's reason.
-pub fn judge(checks: &[Check], abstain: &AbstainRule, output: &str, hit_limit: bool) -> Outcome {
+pub(crate) fn judge(
+    checks: &[Check],
+    abstain: &AbstainRule,
+    output: &str,
+    hit_limit: bool,
+) -> Outcome {
     let reason = match evaluate_checks(checks, output) {
         Ok(()) => return Outcome::Pass,
         Err(r) => r,
@@ -239,7 +244,7 @@ pub fn judge(checks: &[Check], abstain: &AbstainRule, output: &str, hit_limit: b
 }
 
 /// The first complete JSON object in `text` (a fenced ```json block or bare braces).
-pub fn first_json_object(text: &str) -> Option<Value> {
+pub(crate) fn first_json_object(text: &str) -> Option<Value> {
     text.char_indices()
         .filter(|(_, c)| *c == '{')
         .find_map(|(i, _)| {
@@ -258,7 +263,7 @@ fn at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
 
 /// Whether `got` matches `want`: strings after trimming (case per flag), numbers numerically, a
 /// number against a string holding it, arrays and objects element by element.
-pub fn json_matches(got: &Value, want: &Value, case_sensitive: bool) -> bool {
+pub(crate) fn json_matches(got: &Value, want: &Value, case_sensitive: bool) -> bool {
     match (got, want) {
         (Value::String(g), Value::String(w)) => {
             fold(g.trim(), case_sensitive) == fold(w.trim(), case_sensitive)

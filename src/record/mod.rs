@@ -4,6 +4,7 @@
 //! by the same code that prints the sheet). `bench` writes records; `report` (and everything that
 //! compares runs) only reads them, through [`io`].
 
+pub mod ab;
 pub mod io;
 pub mod summary;
 pub mod verdict;

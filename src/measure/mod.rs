@@ -6,4 +6,5 @@ pub mod energy;
 pub mod memory;
 pub mod pagecache;
 pub mod provenance;
+pub mod sentinel;
 pub mod stats;

@@ -1,6 +1,7 @@
 //! What the user reads: text renderings of results. Reports only read values they are given;
 //! they never measure.
 
+pub mod ab;
 pub mod clocks;
 pub mod columns;
 pub mod html;

@@ -97,7 +97,7 @@ pub enum Command {
     /// keep / revert / retest against the noise, output drift checked.
     #[command(mut_arg("rounds", |a| a.default_value("5").help("Measured rounds per arm (at least 3 for a median)")))]
     #[command(mut_arg("warmup", |a| a.help("Warm-up rounds per arm, kept apart from the statistics")))]
-    #[command(after_help = "Example: tokfire ab --vary threads=1,2 --expect decode   (--help: keys, metrics, verdict)", after_long_help = crate::cmd::ab_help())]
+    #[command(after_help = "Example: tokfire ab --vary threads=1,2 --expect decode   (--help: keys, metrics, verdict)", after_long_help = crate::bench::ab::help())]
     Ab(AbArgs),
     /// Cold starts in fresh processes (not yet available).
     Cold(Pending),

@@ -1,7 +1,7 @@
 //! `tokfire ab`: `--vary KEY=A,B` (or `--aa`) → two validated [`RunConfig`]s that differ in that
 //! one variable and nothing else, the interleaved run, then the verdict screen on stdout.
 
-use crate::bench::ab::{self, Plan};
+use crate::bench::ab::{self, Key, Plan, KEYS, NOT_YET};
 use crate::bench::progress::Progress;
 use crate::cli::AbArgs;
 use crate::config::run::{KvBudget, RunConfig};
@@ -9,108 +9,6 @@ use crate::config::WeightDType;
 use crate::error::ConfigError;
 use crate::record::diff::differences;
 use crate::report;
-
-/// A variable `--vary` accepts: its key, what it means, the config paths it may change, whether
-/// each arm needs its own model load, and why it may change outputs.
-struct Key {
-    name: &'static str,
-    help: &'static str,
-    paths: &'static [&'static str],
-    reload: bool,
-    drift: Option<&'static str>,
-}
-
-const KEYS: &[Key] = &[
-    Key {
-        name: "threads",
-        help: "compute threads (each arm runs on its own pool)",
-        paths: &["runtime.threads"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "kernels",
-        help: "CPU kernel level: auto, scalar, avx2, avx512-vnni",
-        paths: &["runtime.kernels"],
-        reload: false,
-        drift: Some("SIMD levels may round the last bit differently"),
-    },
-    Key {
-        name: "max-batch-tokens",
-        help: "most tokens in one engine step",
-        paths: &["engine.max_batch_tokens"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "prefill-chunk",
-        help: "longest prefill chunk of one sequence in one step",
-        paths: &["engine.prefill_chunk"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "max-seqs",
-        help: "most sequences in one step",
-        paths: &["engine.max_seqs"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "kv-budget",
-        help: "KV-cache budget, tokens or bytes (e.g. 4096 or 64MiB)",
-        paths: &["engine.kv_budget"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "max-tokens",
-        help: "cap on every task's output tokens",
-        paths: &["max_tokens"],
-        reload: false,
-        drift: Some("a different cap cuts answers at a different length"),
-    },
-    Key {
-        name: "dtype",
-        help: "weight storage: q, f32, f16, bf16 (each arm loads the model)",
-        paths: &["model.dtype"],
-        reload: true,
-        drift: Some("dense storage changes the arithmetic"),
-    },
-    Key {
-        name: "model",
-        help: "the model (each arm loads its own)",
-        paths: &["model.model"],
-        reload: true,
-        drift: Some("a different model writes different text"),
-    },
-];
-
-/// Keys named in the design that this build cannot vary yet.
-const NOT_YET: &[&str] = &["spec", "spec-k", "prefix-cache"];
-
-/// `ab --help`: keys, metrics, the verdict's rules, examples.
-pub fn help() -> String {
-    let keys: String = KEYS
-        .iter()
-        .map(|k| format!("  {:<17} {}\n", k.name, k.help))
-        .collect();
-    format!(
-        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load, memory (peak RSS per round), aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n",
-        VERDICT_HELP
-    )
-}
-
-const VERDICT_HELP: &str =
-    "Verdict: the effect is median B / median A of the expected metric over the measured rounds,
-with a 95 % bootstrap interval (expanded for few rounds); noise is each arm's MAD / median.
-  keep    B better: the interval excludes no change, the change is at least --min-effect and
-          twice the noise, outputs unchanged, pass rate not lower
-  revert  B worse the same way, or the pass rate dropped, or greedy outputs drifted where the
-          variable should not change them
-  retest  anything else, with the rounds likely to settle it (--until-decided N adds them)
-Rounds the noise sentinel flags (other processes' CPU or steal time) are left out when 3 per arm
-remain. Arms run A B B A A B ... after one warm-up each, in one process.";
 
 fn bad(flag: &str, value: &str, why: impl Into<String>) -> ConfigError {
     ConfigError::flag(flag, value, why)

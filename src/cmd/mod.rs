@@ -14,8 +14,6 @@ use crate::config::{
 };
 use crate::error::ConfigError;
 
-pub use ab::help as ab_help;
-
 /// Runs one command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     init_logging();

@@ -93,14 +93,23 @@ pub enum Command {
     /// The same workload at 1, 2 and 3 concurrent jobs (identical settings), sheet and verdict.
     #[command(after_help = "Example: tokfire sweep --workload code   (--help: every column, clock and term defined)", after_long_help = sweep_help())]
     Sweep(SweepArgs),
-    /// Two configurations differing in one variable, interleaved (not yet available).
-    Ab(Pending),
+    /// Two configurations differing in one variable, rounds interleaved in one process; verdict
+    /// keep / revert / retest against the noise, output drift checked.
+    #[command(mut_arg("rounds", |a| a.default_value("5").help("Measured rounds per arm (at least 3 for a median)")))]
+    #[command(mut_arg("warmup", |a| a.help("Warm-up rounds per arm, kept apart from the statistics")))]
+    #[command(after_help = "Example: tokfire ab --vary threads=1,2 --expect decode   (--help: keys, metrics, verdict)", after_long_help = crate::bench::ab::help())]
+    Ab(AbArgs),
     /// Cold starts in fresh processes (not yet available).
     Cold(Pending),
     /// A scripted session with idle gaps and model swaps (not yet available).
     Session(Pending),
-    /// Compare two saved result files (not yet available).
-    Compare(Pending),
+    /// Compare two saved runs (before/after an upgrade): the sheet side by side, ratios, verdict.
+    #[command(after_help = COMPARE_HELP)]
+    Compare(CompareArgs),
+    /// Re-run the exact configuration stored in a record on this build and machine, append the
+    /// new run to the same record and compare it with the stored one.
+    #[command(after_help = RERUN_HELP)]
+    Rerun(RerunArgs),
     /// Re-render saved runs from a results file: text, Markdown, CSV, JSON or an HTML page.
     #[command(after_help = REPORT_HELP)]
     Report(ReportArgs),
@@ -250,6 +259,10 @@ pub struct BenchArgs {
     /// Exit with status 1 when the verdict is not comfortable at the highest level run (for CI).
     #[arg(long)]
     pub exit_code: bool,
+    /// A note stored with the run and printed in its summary (repeatable): what no counter
+    /// measures, e.g. --note 'fan loud' --note 'laptop on battery'.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -305,4 +318,88 @@ pub struct ReportArgs {
     /// Also write one self-contained HTML page (sheet, request timeline, distributions, plots).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+}
+
+const COMPARE_HELP: &str =
+    "Refused unless both runs used the same workload (content hash), model (sha256) and
+settings; a different build, kernel, driver or machine is the point and is listed. --force
+compares anyway.
+
+Examples:
+  tokfire compare results/sweep-chat.json results/sweep-chat.json --old-run ID1 --new-run ID2
+  tokfire compare before.json after.json                    # the last run of each
+  tokfire compare before.json after.json --expect ttft --force";
+
+const RERUN_HELP: &str =
+    "The one command to type after every upgrade: the stored config runs again, the
+new run is appended to the same record, then compared with the stored one (as `compare`).
+
+Examples:
+  tokfire rerun results/sweep-chat.json                     # the last run of the file
+  tokfire rerun results/sweep-chat.json --run ID --note 'after the driver update'";
+
+/// `tokfire ab`.
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// Concurrent jobs (one level).
+    #[arg(long, short = 'j', default_value_t = 1)]
+    pub jobs: usize,
+    /// The one variable that differs, KEY=A,B (the keys: see --help).
+    #[arg(long, value_name = "KEY=A,B")]
+    pub vary: Vec<String>,
+    /// Two identical arms: the noise check (never keep or revert unless the machine is noisy).
+    #[arg(long, conflicts_with = "vary")]
+    pub aa: bool,
+    /// The metric the change is expected to move.
+    #[arg(long, value_enum, default_value_t = crate::record::ab::Metric::Decode)]
+    pub expect: crate::record::ab::Metric,
+    /// Smallest relative change worth keeping (0.03 = 3 %).
+    #[arg(long, default_value_t = crate::record::ab::DEFAULT_MIN_EFFECT)]
+    pub min_effect: f64,
+    /// While the verdict is retest, add up to N more pairs of rounds.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub until_decided: usize,
+}
+
+/// `tokfire compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The results file of the old (before) run.
+    pub old: PathBuf,
+    /// The results file of the new (after) run (may be the same file).
+    pub new: PathBuf,
+    /// The old run's id [default: the last run of OLD, or the one before the last when OLD
+    /// and NEW are the same file].
+    #[arg(long, value_name = "ID")]
+    pub old_run: Option<String>,
+    /// The new run's id [default: the last run of NEW].
+    #[arg(long, value_name = "ID")]
+    pub new_run: Option<String>,
+    /// The metric the verdict judges.
+    #[arg(long, value_enum, default_value_t = crate::record::ab::Metric::Decode)]
+    pub expect: crate::record::ab::Metric,
+    /// Smallest relative change that counts (0.03 = 3 %).
+    #[arg(long, default_value_t = crate::record::ab::DEFAULT_MIN_EFFECT)]
+    pub min_effect: f64,
+    /// Compare runs of different workloads, models or settings anyway.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `tokfire rerun`.
+#[derive(Debug, Args)]
+pub struct RerunArgs {
+    /// A results file written by `run`, `sweep` or `ab`.
+    pub record: PathBuf,
+    /// The stored run to repeat [default: the last].
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+    /// The metric the comparison judges.
+    #[arg(long, value_enum, default_value_t = crate::record::ab::Metric::Decode)]
+    pub expect: crate::record::ab::Metric,
+    /// Notes for the new run (repeatable); the stored run's notes are kept otherwise.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Vec<String>,
 }

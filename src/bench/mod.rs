@@ -2,6 +2,7 @@
 //! model — warm-up and measured rounds per level, jobs as closed-loop clients of one shared
 //! engine, raw samples into the record after every round.
 
+pub mod ab;
 pub(crate) mod error;
 pub(crate) mod progress;
 pub mod round;

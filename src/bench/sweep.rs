@@ -59,6 +59,7 @@ pub(crate) fn run(
         energy_na: None,
         levels: Vec::new(),
         summary: None,
+        ab: None,
     };
     writer.save(&record)?;
     let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {
@@ -107,7 +108,7 @@ pub(crate) fn run(
 }
 
 /// `SIGINT`, `SIGTERM` or `signal N`.
-fn signal_name(n: usize) -> String {
+pub(crate) fn signal_name(n: usize) -> String {
     match n as i32 {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGTERM => "SIGTERM".into(),
@@ -117,7 +118,7 @@ fn signal_name(n: usize) -> String {
 
 /// Everything before the first round: runtime, model (load clock, page-cache state), prompts
 /// rendered once, energy meter; fills the record's provenance as it goes.
-fn prepare(
+pub(crate) fn prepare(
     cfg: &RunConfig,
     workload: &Workload,
     record: &mut RunRecord,
@@ -205,7 +206,7 @@ fn levels(
     Ok(())
 }
 
-fn measured_round(
+pub(crate) fn measured_round(
     setup: &RoundSetup<'_>,
     jobs: usize,
     energy: Option<&EnergyMeter>,

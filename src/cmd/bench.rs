@@ -40,6 +40,7 @@ pub(crate) fn config(
         format: args.format,
         trace: args.trace.clone(),
         headroom: args.headroom,
+        notes: args.note.clone(),
     };
     let warnings = cfg.validate(args.allow_few_rounds)?;
     Ok((cfg, warnings))
@@ -100,7 +101,7 @@ pub(crate) fn run(verb: &str, args: &BenchArgs, jobs: Vec<usize>) -> anyhow::Res
 }
 
 /// The plain-text log entry of a finished run: a header line, the one-screen summary.
-fn append_log(
+pub(super) fn append_log(
     out: &std::path::Path,
     run: &RunRecord,
 ) -> Result<(), crate::record::io::RecordError> {
@@ -119,7 +120,7 @@ fn append_log(
 
 /// SIGINT and SIGTERM set the returned flag to the signal number (the run then stops between
 /// two engine steps and saves what it has); a second one ends the process at once.
-fn stop_on_signals() -> anyhow::Result<Arc<AtomicUsize>> {
+pub(super) fn stop_on_signals() -> anyhow::Result<Arc<AtomicUsize>> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     use signal_hook::flag;
     let stop = Arc::new(AtomicUsize::new(0));

@@ -1,9 +1,12 @@
 //! Verb dispatch: turns clap arguments into validated configs and calls the verb's module.
 
+mod ab;
 mod bench;
+mod compare;
 mod generate;
 mod inspect;
 mod report;
+mod rerun;
 
 use crate::cli::{Cli, Command, ModelArgs, RuntimeArgs};
 use crate::config::{
@@ -19,10 +22,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect(args) => inspect::run(args),
         Command::Run(args) => bench::run("run", &args.bench, vec![args.jobs]),
         Command::Sweep(args) => bench::run("sweep", &args.bench, args.jobs),
-        Command::Ab(_) => pending("ab"),
+        Command::Ab(args) => ab::run(args),
         Command::Cold(_) => pending("cold"),
         Command::Session(_) => pending("session"),
-        Command::Compare(_) => pending("compare"),
+        Command::Compare(args) => compare::run(args),
+        Command::Rerun(args) => rerun::run(args),
         Command::Report(args) => report::run(args),
     }
 }

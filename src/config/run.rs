@@ -109,6 +109,9 @@ pub struct RunConfig {
     /// Smallest margin (fraction of a target) a comfortable level should keep.
     #[serde(default = "default_headroom")]
     pub headroom: f64,
+    /// What the user noted (`--note`, repeatable), stored with the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Default `--headroom`: a comfortable level should stay 20 % inside every target.

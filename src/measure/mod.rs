@@ -6,4 +6,5 @@ pub(crate) mod energy;
 pub(crate) mod memory;
 pub(crate) mod pagecache;
 pub(crate) mod provenance;
+pub mod sentinel;
 pub mod stats;

@@ -4,6 +4,9 @@
 //! by the same code that prints the sheet). `bench` writes records; `report` (and everything that
 //! compares runs) only reads them, through [`io`].
 
+pub mod ab;
+pub mod arms;
+pub mod diff;
 pub(crate) mod io;
 pub mod summary;
 pub(crate) mod verdict;
@@ -86,6 +89,9 @@ pub struct RunRecord {
     /// in version 1 files; readers derive it then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<summary::RunSummary>,
+    /// Set when the run is one arm of a `tokfire ab`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<arms::AbArm>,
 }
 
 impl RunRecord {

@@ -1,6 +1,7 @@
 //! What the user reads: text renderings of results. Reports only read values they are given;
 //! they never measure.
 
+pub mod ab;
 pub(crate) mod clocks;
 pub(crate) mod columns;
 pub mod html;

@@ -283,5 +283,9 @@ pub(crate) fn header(run: &RunRecord) -> String {
         run.runtime,
         plural(c.rounds, "measured round"),
         plural(c.warmup_rounds, "warm-up round"),
-    )
+    ) + &c
+        .notes
+        .iter()
+        .map(|n| format!("\nnote: {n}"))
+        .collect::<String>()
 }

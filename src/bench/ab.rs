@@ -1,0 +1,487 @@
+//! Runs a `tokfire ab`: two arms that differ in one variable, in one process, their rounds
+//! interleaved in an ABBA order (A B B A A B …) after one warm-up round per arm so slow drift
+//! of the machine does not favour one arm. The model is loaded once when only runtime settings
+//! differ (threads, kernels, engine budgets); each arm loads its own when the variable is the
+//! model or its storage. Each arm is an ordinary run in the record (both saved after every
+//! round), with the noise sentinel's reading and peak memory per round and, on arm B, the
+//! verdict. `--until-decided N` adds pairs of rounds while the verdict is `retest`.
+
+use std::sync::atomic::Ordering;
+
+use super::progress::{Position, Progress};
+use super::round::RoundSetup;
+use super::sweep::{measured_round, now_utc, prepare, signal_name};
+use crate::bench::error::BenchError;
+use crate::config::run::RunConfig;
+use crate::engine::scheduler::SchedulerConfig;
+use crate::error::EngineError;
+use crate::kernels;
+use crate::measure::energy::EnergyMeter;
+use crate::measure::provenance::{Build, Machine};
+use crate::measure::{memory, sentinel};
+use crate::model::Loaded;
+use crate::record::ab::{Decision, Metric};
+use crate::record::arms::{self, AbArm, ArmRound, Judging};
+use crate::record::io::RecordWriter;
+use crate::record::{LevelRecord, RunRecord, RunStatus};
+use crate::workload::{self, Workload};
+
+/// A variable `--vary` accepts: its key, what it means, the config paths it may change, whether
+/// each arm needs its own model load, and why it may change outputs.
+pub struct Key {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub paths: &'static [&'static str],
+    pub reload: bool,
+    pub drift: Option<&'static str>,
+}
+
+pub const KEYS: &[Key] = &[
+    Key {
+        name: "threads",
+        help: "compute threads (each arm runs on its own pool)",
+        paths: &["runtime.threads"],
+        reload: false,
+        drift: None,
+    },
+    Key {
+        name: "kernels",
+        help: "CPU kernel level: auto, scalar, avx2, avx512-vnni",
+        paths: &["runtime.kernels"],
+        reload: false,
+        drift: Some("SIMD levels may round the last bit differently"),
+    },
+    Key {
+        name: "max-batch-tokens",
+        help: "most tokens in one engine step",
+        paths: &["engine.max_batch_tokens"],
+        reload: false,
+        drift: None,
+    },
+    Key {
+        name: "prefill-chunk",
+        help: "longest prefill chunk of one sequence in one step",
+        paths: &["engine.prefill_chunk"],
+        reload: false,
+        drift: None,
+    },
+    Key {
+        name: "max-seqs",
+        help: "most sequences in one step",
+        paths: &["engine.max_seqs"],
+        reload: false,
+        drift: None,
+    },
+    Key {
+        name: "kv-budget",
+        help: "KV-cache budget, tokens or bytes (e.g. 4096 or 64MiB)",
+        paths: &["engine.kv_budget"],
+        reload: false,
+        drift: None,
+    },
+    Key {
+        name: "max-tokens",
+        help: "cap on every task's output tokens",
+        paths: &["max_tokens"],
+        reload: false,
+        drift: Some("a different cap cuts answers at a different length"),
+    },
+    Key {
+        name: "dtype",
+        help: "weight storage: q, f32, f16, bf16 (each arm loads the model)",
+        paths: &["model.dtype"],
+        reload: true,
+        drift: Some("dense storage changes the arithmetic"),
+    },
+    Key {
+        name: "model",
+        help: "the model (each arm loads its own)",
+        paths: &["model.model"],
+        reload: true,
+        drift: Some("a different model writes different text"),
+    },
+];
+
+/// Keys named in the design that this build cannot vary yet.
+pub const NOT_YET: &[&str] = &["spec", "spec-k", "prefix-cache"];
+
+/// `ab --help`: keys, metrics, the verdict's rules, examples.
+pub fn help() -> String {
+    let keys: String = KEYS
+        .iter()
+        .map(|k| format!("  {:<17} {}\n", k.name, k.help))
+        .collect();
+    format!(
+        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load, memory (peak RSS per round), aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n",
+        VERDICT_HELP
+    )
+}
+
+const VERDICT_HELP: &str =
+    "Verdict: the effect is median B / median A of the expected metric over the measured rounds,
+with a 95 % bootstrap interval (expanded for few rounds); noise is each arm's MAD / median.
+  keep    B better: the interval excludes no change, the change is at least --min-effect and
+          twice the noise, outputs unchanged, pass rate not lower
+  revert  B worse the same way, or the pass rate dropped, or greedy outputs drifted where the
+          variable should not change them
+  retest  anything else, with the rounds likely to settle it (--until-decided N adds them)
+Rounds the noise sentinel flags (other processes' CPU or steal time) are left out when 3 per arm
+remain. Arms run A B B A A B ... after one warm-up each, in one process.";
+
+/// How the A/B is run and judged.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The varied key, or `aa`.
+    pub vary: String,
+    /// Arm A's and B's value of it.
+    pub values: [String; 2],
+    pub expect: Metric,
+    pub min_effect: f64,
+    /// Most extra pairs of rounds to add while the verdict is `retest`.
+    pub until_decided: usize,
+    /// Each arm loads its own model (the variable is the model or its storage).
+    pub reload: bool,
+    /// Why the variable may change outputs (none: it must not).
+    pub drift_allowed: Option<String>,
+}
+
+/// What the caller sees while the A/B runs.
+pub struct Hooks<'a> {
+    pub progress: &'a mut Progress,
+    pub stop: Option<&'a std::sync::atomic::AtomicUsize>,
+}
+
+struct ArmState {
+    record: RunRecord,
+    pool: rayon::ThreadPool,
+    kernels: Option<kernels::Level>,
+}
+
+/// Runs both arms and returns their records (arm B carrying the verdict).
+pub fn run(
+    arms_cfg: [RunConfig; 2],
+    plan: &Plan,
+    command: Vec<String>,
+    hooks: Hooks<'_>,
+) -> Result<[RunRecord; 2], BenchError> {
+    let workload = workload::load(&arms_cfg[0].workload)?;
+    let writer = RecordWriter::open(&arms_cfg[0].out)?;
+    let pair = format!(
+        "{}-{}",
+        now_utc().replace([':', '-'], ""),
+        std::process::id()
+    );
+    let mut records: Vec<RunRecord> = arms_cfg
+        .iter()
+        .zip(["A", "B"])
+        .enumerate()
+        .map(|(i, (cfg, arm))| {
+            skeleton(cfg, &workload, &pair, arm, &plan.values[i], plan, &command)
+        })
+        .collect();
+    for r in &records {
+        writer.save(r)?;
+    }
+    let result = run_arms(
+        &arms_cfg,
+        plan,
+        &workload,
+        &mut records,
+        &writer,
+        hooks.progress,
+        hooks.stop,
+    );
+    hooks.progress.finish();
+    let status = match &result {
+        Ok(()) => RunStatus::Complete,
+        Err(BenchError::Engine(EngineError::Interrupted)) => RunStatus::Interrupted {
+            signal: signal_name(hooks.stop.map_or(0, |s| s.load(Ordering::Relaxed))),
+        },
+        Err(e) => RunStatus::Failed {
+            error: e.to_string(),
+        },
+    };
+    for r in &mut records {
+        r.status = status.clone();
+    }
+    set_verdict(&mut records, plan);
+    for r in &records {
+        writer.save(r)?;
+    }
+    let out = arms_cfg[0].out.clone();
+    match result {
+        Ok(()) => {
+            let b = records.pop().expect("two arms");
+            let a = records.pop().expect("two arms");
+            Ok([a, b])
+        }
+        Err(BenchError::Engine(EngineError::Interrupted)) => Err(BenchError::Interrupted {
+            signal: signal_name(hooks.stop.map_or(0, |s| s.load(Ordering::Relaxed))),
+            out,
+            rounds: records
+                .iter()
+                .map(|r| r.levels.iter().map(|l| l.rounds.len()).sum::<usize>())
+                .sum(),
+        }),
+        Err(e) => Err(BenchError::Saved {
+            out,
+            source: Box::new(e),
+        }),
+    }
+}
+
+fn skeleton(
+    cfg: &RunConfig,
+    workload: &Workload,
+    pair: &str,
+    arm: &str,
+    value: &str,
+    plan: &Plan,
+    command: &[String],
+) -> RunRecord {
+    RunRecord {
+        id: format!("{pair}-{arm}"),
+        started_utc: now_utc(),
+        status: RunStatus::Running,
+        command: command.to_vec(),
+        config: cfg.clone(),
+        build: Build::current(),
+        machine: Machine::current(),
+        runtime: Default::default(),
+        scheduler: Default::default(),
+        model: Default::default(),
+        workload: workload.clone(),
+        load: Default::default(),
+        energy_na: None,
+        levels: Vec::new(),
+        summary: None,
+        ab: Some(AbArm {
+            arm: arm.into(),
+            pair: pair.into(),
+            vary: plan.vary.clone(),
+            value: value.into(),
+            expect: plan.expect,
+            min_effect: plan.min_effect,
+            drift_allowed: plan.drift_allowed.clone(),
+            rounds: Vec::new(),
+            verdict: None,
+        }),
+    }
+}
+
+/// Judges arm B against arm A and stores the verdict on B.
+fn set_verdict(records: &mut [RunRecord], plan: &Plan) -> Option<Decision> {
+    let v = arms::verdict(
+        &records[0],
+        &records[1],
+        &Judging {
+            expect: plan.expect,
+            min_effect: plan.min_effect,
+            drift_allowed: plan.drift_allowed.clone(),
+            seed: records[0].config.sampling.seed,
+        },
+    );
+    let d = v.decision;
+    records[1].ab.as_mut().expect("arms carry ab").verdict = Some(v);
+    Some(d)
+}
+
+/// The order of measured rounds: 0 = A, 1 = B, as A B B A A B B A …
+pub fn abba(pairs: usize) -> Vec<usize> {
+    (0..pairs)
+        .flat_map(|p| if p % 2 == 0 { [0, 1] } else { [1, 0] })
+        .collect()
+}
+
+fn arm_state(cfg: &RunConfig, record: RunRecord) -> Result<ArmState, BenchError> {
+    let threads = record.runtime.threads.max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("tokfire-ab-{i}"))
+        .build()
+        .map_err(|e| BenchError::Engine(EngineError::Invalid(format!("thread pool: {e}"))))?;
+    Ok(ArmState {
+        record,
+        pool,
+        kernels: cfg.runtime.kernels,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_arms(
+    cfgs: &[RunConfig; 2],
+    plan: &Plan,
+    workload: &Workload,
+    records: &mut Vec<RunRecord>,
+    writer: &RecordWriter,
+    progress: &mut Progress,
+    stop: Option<&std::sync::atomic::AtomicUsize>,
+) -> Result<(), BenchError> {
+    // Arm A builds the process's runtime and loads the model; B shares it unless it reloads.
+    let (loaded_a, energy) = prepare(&cfgs[0], workload, &mut records[0])?;
+    let loaded_b = if plan.reload {
+        Some(prepare(&cfgs[1], workload, &mut records[1])?.0)
+    } else {
+        let (a, b) = records.split_at_mut(1);
+        share(&a[0], &mut b[0], &cfgs[1]);
+        None
+    };
+    for r in records.iter() {
+        writer.save(r)?;
+    }
+    let loaded: [&Loaded; 2] = [&loaded_a, loaded_b.as_ref().unwrap_or(&loaded_a)];
+    let mut states: Vec<ArmState> = Vec::new();
+    for (cfg, r) in cfgs.iter().zip(records.drain(..)) {
+        states.push(arm_state(cfg, r)?);
+    }
+    let result = rounds(
+        cfgs,
+        plan,
+        workload,
+        &loaded,
+        energy.as_ref(),
+        &mut states,
+        writer,
+        progress,
+        stop,
+    );
+    records.extend(states.into_iter().map(|s| s.record));
+    result
+}
+
+/// Arm B's provenance when it shares arm A's model: its own threads, kernels and budgets.
+fn share(a: &RunRecord, b: &mut RunRecord, cfg: &RunConfig) {
+    b.model = a.model.clone();
+    b.load = a.load.clone();
+    b.energy_na = a.energy_na.clone();
+    b.runtime = a.runtime.clone();
+    if let Some(t) = cfg.runtime.threads {
+        b.runtime.threads = t;
+    }
+    if let (Some(level), "cpu") = (cfg.runtime.kernels, a.runtime.device.as_str()) {
+        b.runtime.kernels = format!("tokfire kernels {level}");
+    }
+    b.scheduler = SchedulerConfig {
+        max_seqs: cfg.engine.max_seqs,
+        max_batch_tokens: cfg.engine.max_batch_tokens,
+        prefill_chunk: cfg.engine.prefill_chunk,
+        kv_budget_tokens: cfg.engine.kv_budget.tokens(a.model.kv_bytes_per_token),
+    };
+}
+
+#[allow(clippy::too_many_arguments)]
+fn rounds(
+    cfgs: &[RunConfig; 2],
+    plan: &Plan,
+    workload: &Workload,
+    loaded: &[&Loaded; 2],
+    energy: Option<&EnergyMeter>,
+    states: &mut [ArmState],
+    writer: &RecordWriter,
+    progress: &mut Progress,
+    stop: Option<&std::sync::atomic::AtomicUsize>,
+) -> Result<(), BenchError> {
+    let jobs = cfgs[0].jobs[0];
+    for s in states.iter_mut() {
+        s.record.levels.push(LevelRecord {
+            jobs,
+            peak_rss_bytes: None,
+            peak_kv_bytes: 0,
+            rounds: Vec::new(),
+        });
+    }
+    let warm = cfgs[0].warmup_rounds;
+    let mut order: Vec<usize> = (0..warm).flat_map(|_| [0, 1]).collect();
+    order.extend(abba(cfgs[0].rounds));
+    let mut extra = 0;
+    let mut seq = 0;
+    loop {
+        while seq < order.len() {
+            let arm = order[seq];
+            let warmup = seq < 2 * warm;
+            let setup = RoundSetup {
+                loaded: loaded[arm],
+                workload,
+                scheduler: states[arm].record.scheduler,
+                sampling: cfgs[arm].sampling.clone(),
+                max_tokens: cfgs[arm].max_tokens,
+                stop,
+            };
+            let done_here = states[arm].record.levels[0]
+                .rounds
+                .iter()
+                .filter(|r| !r.warmup)
+                .count();
+            let at = Position {
+                level: arm + 1,
+                levels: 2,
+                jobs,
+                round: done_here + 1,
+                rounds: cfgs[0].rounds + extra,
+                warmup,
+            };
+            one_round(&setup, &mut states[arm], energy, seq, warmup, |d, t| {
+                progress.update(at, d, t)
+            })?;
+            writer.save(&states[arm].record)?;
+            seq += 1;
+        }
+        if extra >= plan.until_decided {
+            return Ok(());
+        }
+        let mut recs: Vec<RunRecord> = states.iter().map(|s| s.record.clone()).collect();
+        if set_verdict(&mut recs, plan) != Some(Decision::Retest) {
+            return Ok(());
+        }
+        let next = (order.len() - 2 * warm) / 2;
+        order.extend(if next.is_multiple_of(2) {
+            [0, 1]
+        } else {
+            [1, 0]
+        });
+        extra += 1;
+    }
+}
+
+fn one_round(
+    setup: &RoundSetup<'_>,
+    state: &mut ArmState,
+    energy: Option<&EnergyMeter>,
+    seq: usize,
+    warmup: bool,
+    progress: impl FnMut(usize, usize) + Send,
+) -> Result<(), BenchError> {
+    let level = state.kernels.unwrap_or_else(kernels::detect);
+    kernels::force_level(level).map_err(|e| BenchError::Engine(EngineError::Invalid(e)))?;
+    memory::reset_peak();
+    let before = sentinel::Snapshot::take();
+    let out = state
+        .pool
+        .install(|| measured_round(setup, setup_jobs(state), energy, progress))?;
+    let seen = before.until(&sentinel::Snapshot::take());
+    let level = &mut state.record.levels[0];
+    level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
+    let peak = memory::peak_rss_bytes();
+    level.peak_rss_bytes = level.peak_rss_bytes.max(peak);
+    let mut round = out.record;
+    round.index = seq;
+    round.warmup = warmup;
+    level.rounds.push(round);
+    if !warmup {
+        state
+            .record
+            .ab
+            .as_mut()
+            .expect("arms carry ab")
+            .rounds
+            .push(ArmRound {
+                peak_rss_bytes: peak,
+                sentinel: Some(seen),
+            });
+    }
+    Ok(())
+}
+
+fn setup_jobs(state: &ArmState) -> usize {
+    state.record.config.jobs[0]
+}

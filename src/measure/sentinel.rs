@@ -1,0 +1,278 @@
+//! The noise sentinel: what else the machine did during a round, and what this process really
+//! did, from the operating system's own counters rather than the flags passed (Linux `/proc` and
+//! `/sys`; elsewhere, or where a file is unreadable, the figure is absent).
+//!
+//! Per round: CPU time of every other process (all CPUs' busy time in `/proc/stat` minus this
+//! process's, from `/proc/self/stat`) and steal time (a hypervisor giving the CPU to another
+//! guest), the 1-minute load average, the frequency governor and the current frequency of CPU 0,
+//! the hottest thermal zone; this process's CPU time per thread (`/proc/self/task/*/stat`) — how
+//! many cores were actually busy — and its voluntary and involuntary context switches. A round
+//! is *disturbed* when other work took more than [`OTHER_CORES_MAX`] of a core on average or
+//! steal exceeded [`STEAL_MAX`] of the wall time.
+
+use std::fs;
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// Other processes' average busy cores above which a round counts as disturbed.
+pub const OTHER_CORES_MAX: f64 = 0.25;
+/// Steal time as a fraction of wall time above which a round counts as disturbed.
+pub const STEAL_MAX: f64 = 0.05;
+/// A thread counts as busy when its CPU time is at least this fraction of the wall time.
+pub const BUSY_THREAD: f64 = 0.1;
+
+/// What the sentinel saw over one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundSentinel {
+    /// Wall time between the two readings, seconds.
+    pub wall_s: f64,
+    /// CPU time of every other process, seconds (none without `/proc/stat`).
+    pub other_cpu_s: Option<f64>,
+    /// Steal time over all CPUs, seconds.
+    pub steal_s: Option<f64>,
+    /// This process's CPU time, seconds.
+    pub own_cpu_s: Option<f64>,
+    /// Own CPU time ÷ wall time: cores this process kept busy on average.
+    pub cores_busy: Option<f64>,
+    /// Threads of this process busy at least [`BUSY_THREAD`] of the wall time.
+    pub busy_threads: Option<usize>,
+    /// Context switches of all threads of this process during the round.
+    pub voluntary_switches: Option<u64>,
+    pub involuntary_switches: Option<u64>,
+    /// 1-minute load average at the end of the round.
+    pub loadavg_1m: Option<f64>,
+    /// CPU 0's frequency governor (`performance`, `powersave`, …).
+    pub governor: Option<String>,
+    /// CPU 0's current frequency at the end of the round, MHz.
+    pub freq_mhz: Option<f64>,
+    /// The hottest thermal zone at the end of the round, °C.
+    pub thermal_c: Option<f64>,
+    /// Other work or steal beyond the thresholds.
+    pub disturbed: bool,
+    /// Why it was flagged, for people.
+    pub why: Option<String>,
+}
+
+/// The counters at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    at: Instant,
+    /// (busy, steal) ticks over all CPUs.
+    total: Option<(u64, u64)>,
+    /// Per thread id: CPU ticks.
+    threads: Vec<(u32, u64)>,
+    /// (voluntary, involuntary) summed over threads.
+    switches: Option<(u64, u64)>,
+}
+
+fn ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// `(busy, steal)` ticks from the first line of `/proc/stat`.
+pub fn parse_stat(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest is inside user)
+    let busy = v.first()? + v.get(1)? + v.get(2)? + v.get(5)? + v.get(6)?;
+    Some((busy, v.get(7).copied().unwrap_or(0)))
+}
+
+/// utime + stime ticks of a `/proc/*/stat` line (the fields after the parenthesised name).
+pub fn parse_task_ticks(text: &str) -> Option<u64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ')': state is field 3, utime 14, stime 15 → indices 11 and 12 here.
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn switches_of(status: &str) -> Option<(u64, u64)> {
+    let get = |k: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((
+        get("voluntary_ctxt_switches:")?,
+        get("nonvoluntary_ctxt_switches:")?,
+    ))
+}
+
+fn read(p: impl AsRef<Path>) -> Option<String> {
+    fs::read_to_string(p).ok()
+}
+
+impl Snapshot {
+    /// Reads the counters now.
+    pub fn take() -> Self {
+        let mut threads = Vec::new();
+        let mut switches: Option<(u64, u64)> = None;
+        if let Ok(dir) = fs::read_dir("/proc/self/task") {
+            for e in dir.flatten() {
+                let Some(tid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
+                    continue;
+                };
+                if let Some(t) = read(e.path().join("stat")).and_then(|s| parse_task_ticks(&s)) {
+                    threads.push((tid, t));
+                }
+                if let Some((v, n)) = read(e.path().join("status")).and_then(|s| switches_of(&s)) {
+                    let s = switches.get_or_insert((0, 0));
+                    s.0 += v;
+                    s.1 += n;
+                }
+            }
+        }
+        Self {
+            at: Instant::now(),
+            total: read("/proc/stat").and_then(|s| parse_stat(&s)),
+            threads,
+            switches,
+        }
+    }
+
+    /// What happened between `self` and `end`.
+    pub fn until(&self, end: &Snapshot) -> RoundSentinel {
+        let hz = ticks_per_s();
+        let wall = end.at.duration_since(self.at).as_secs_f64();
+        let before: std::collections::HashMap<u32, u64> = self.threads.iter().copied().collect();
+        let per_thread: Vec<f64> = end
+            .threads
+            .iter()
+            .map(|(tid, t)| t.saturating_sub(*before.get(tid).unwrap_or(&0)) as f64 / hz)
+            .collect();
+        let own = (!end.threads.is_empty()).then(|| per_thread.iter().sum::<f64>());
+        let busy_threads = own.map(|_| {
+            per_thread
+                .iter()
+                .filter(|s| wall > 0.0 && **s >= BUSY_THREAD * wall)
+                .count()
+        });
+        let (other, steal) = match (self.total, end.total) {
+            (Some(a), Some(b)) => {
+                let busy = b.0.saturating_sub(a.0) as f64 / hz;
+                let steal = b.1.saturating_sub(a.1) as f64 / hz;
+                (Some((busy - own.unwrap_or(0.0)).max(0.0)), Some(steal))
+            }
+            _ => (None, None),
+        };
+        let (vol, invol) = match (self.switches, end.switches) {
+            (Some(a), Some(b)) => (Some(b.0.saturating_sub(a.0)), Some(b.1.saturating_sub(a.1))),
+            _ => (None, None),
+        };
+        let (disturbed, why) = judge(wall, other, steal);
+        RoundSentinel {
+            wall_s: wall,
+            other_cpu_s: other,
+            steal_s: steal,
+            own_cpu_s: own,
+            cores_busy: own.filter(|_| wall > 0.0).map(|o| o / wall),
+            busy_threads,
+            voluntary_switches: vol,
+            involuntary_switches: invol,
+            loadavg_1m: read("/proc/loadavg")
+                .and_then(|s| s.split_whitespace().next()?.parse().ok()),
+            governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+                .map(|s| s.trim().to_string()),
+            freq_mhz: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq")
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .map(|khz| khz / 1000.0),
+            thermal_c: hottest_zone(),
+            disturbed,
+            why,
+        }
+    }
+}
+
+/// Disturbed or not, and why.
+pub fn judge(wall: f64, other_s: Option<f64>, steal_s: Option<f64>) -> (bool, Option<String>) {
+    if wall <= 0.0 {
+        return (false, None);
+    }
+    let mut why = Vec::new();
+    if let Some(o) = other_s.filter(|o| o / wall > OTHER_CORES_MAX) {
+        why.push(format!("other processes kept {:.2} cores busy", o / wall));
+    }
+    if let Some(s) = steal_s.filter(|s| s / wall > STEAL_MAX) {
+        why.push(format!("steal {:.0} % of the wall time", 100.0 * s / wall));
+    }
+    (!why.is_empty(), (!why.is_empty()).then(|| why.join(", ")))
+}
+
+fn hottest_zone() -> Option<f64> {
+    fs::read_dir("/sys/class/thermal")
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("thermal_zone"))
+        .filter_map(|e| read(e.path().join("temp"))?.trim().parse::<f64>().ok())
+        .map(|milli| milli / 1000.0)
+        .reduce(f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_lines() {
+        let stat = "cpu  100 5 50 1000 7 3 2 40 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        assert_eq!(parse_stat(stat), Some((160, 40)));
+        let task = "1234 (tok fire) R 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 3";
+        assert_eq!(parse_task_ticks(task), Some(300));
+        let status = "voluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(switches_of(status), Some((12, 3)));
+    }
+
+    #[test]
+    fn flags_other_work_and_steal() {
+        assert!(!judge(10.0, Some(1.0), Some(0.0)).0);
+        let (d, why) = judge(10.0, Some(5.0), Some(1.0));
+        assert!(d);
+        let why = why.unwrap();
+        assert!(
+            why.contains("0.50 cores") && why.contains("steal 10 %"),
+            "{why}"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn sees_this_process_burn_cpu() {
+        // Spin until this thread has used 300 ms of CPU, however loaded the machine is.
+        fn thread_cpu_s() -> f64 {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: a valid pointer to a timespec.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+        }
+        let a = Snapshot::take();
+        let start = thread_cpu_s();
+        let mut x = 0u64;
+        while thread_cpu_s() - start < 0.3 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let s = a.until(&Snapshot::take());
+        let own = s.own_cpu_s.expect("linux has /proc/self/task");
+        assert!(own >= 0.25, "{s:?}");
+        assert!(
+            s.cores_busy.unwrap() > 0.0 && s.busy_threads.unwrap() >= 1,
+            "{s:?}"
+        );
+    }
+}

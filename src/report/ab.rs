@@ -1,0 +1,211 @@
+//! The A/B screen and the side-by-side comparison of two runs: both arms' medians and noise, the
+//! verdict with its effect and interval, what else moved, output drift by task, the noise
+//! sentinel and what the OS says the process did. Reads only records.
+
+use std::fmt::Write;
+
+use crate::record::ab::{pct, Effect, Metric, Verdict};
+use crate::record::arms::round_figures;
+use crate::record::summary::LevelSummary;
+use crate::record::RunRecord;
+
+fn value(m: Metric, v: f64) -> String {
+    match m {
+        Metric::Ttft | Metric::Completion | Metric::Load => format!("{v:.3} s"),
+        Metric::Memory => format!("{:.0} MiB", v / (1 << 20) as f64),
+        _ => format!("{v:.1} tok/s"),
+    }
+}
+
+fn arm_name(run: &RunRecord) -> String {
+    match &run.ab {
+        Some(a) if a.vary == "aa" => format!("{} (same)", a.arm),
+        Some(a) => format!("{} {}={}", a.arm, a.vary, a.value),
+        None => run.id.clone(),
+    }
+}
+
+/// The verdict block shared by `ab`, `compare` and `rerun`.
+pub fn verdict_block(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
+    let mut out = String::new();
+    if let Some(e) = &v.effect {
+        let _ = writeln!(
+            out,
+            "{:<22} {:>14} {:>14}   B/A {:.3} [{:.3}, {:.3}]   noise A {:.1} %  B {:.1} %  ({} / {} rounds)",
+            e.metric.label(),
+            value(e.metric, e.median_a),
+            value(e.metric, e.median_b),
+            e.ratio,
+            e.ci_low,
+            e.ci_high,
+            e.noise_a * 100.0,
+            e.noise_b * 100.0,
+            e.n_a,
+            e.n_b
+        );
+    }
+    let _ = writeln!(out, "verdict: {} — {}", v.decision, v.reason);
+    if let Some(n) = v.more_rounds {
+        let _ = writeln!(out, "  (--until-decided {n} would add them)");
+    }
+    let moved: Vec<String> = v.also_moved.iter().map(Effect::label).collect();
+    let _ = writeln!(
+        out,
+        "also moved: {}",
+        if moved.is_empty() {
+            "nothing beyond its noise".into()
+        } else {
+            moved.join("; ")
+        }
+    );
+    let tasks = b.workload.tasks.len();
+    if v.changed_tasks.is_empty() {
+        let _ = writeln!(
+            out,
+            "outputs: identical between A and B on all {tasks} tasks"
+        );
+    } else {
+        let _ = writeln!(out, "outputs: {} task(s) changed:", v.changed_tasks.len());
+        for t in &v.changed_tasks {
+            let _ = writeln!(
+                out,
+                "  {}: {}{}",
+                t.task,
+                if t.same_output {
+                    "same text"
+                } else {
+                    "text drifted"
+                },
+                if t.outcome_a == t.outcome_b {
+                    String::new()
+                } else {
+                    format!(", {} → {}", t.outcome_a, t.outcome_b)
+                }
+            );
+        }
+    }
+    out += &sentinel_lines(a, b, v);
+    out
+}
+
+fn sentinel_lines(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
+    let mut out = String::new();
+    for (run, discounted) in [(a, v.discounted_a), (b, v.discounted_b)] {
+        let Some(ab) = &run.ab else { continue };
+        let seen: Vec<_> = ab
+            .rounds
+            .iter()
+            .filter_map(|r| r.sentinel.as_ref())
+            .collect();
+        if seen.is_empty() {
+            continue;
+        }
+        let disturbed = seen.iter().filter(|s| s.disturbed).count();
+        let avg = |f: &dyn Fn(&crate::measure::sentinel::RoundSentinel) -> Option<f64>| {
+            let v: Vec<f64> = seen.iter().filter_map(|s| f(s)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let busy = avg(&|s| s.cores_busy);
+        let other = avg(&|s| s.other_cpu_s.map(|o| o / s.wall_s.max(1e-9)));
+        let threads = run.runtime.threads;
+        let mut line = format!(
+            "{}: {} of {} rounds disturbed{}; other processes {}; --threads {threads}, {} cores busy on average",
+            arm_name(run),
+            disturbed,
+            seen.len(),
+            if discounted > 0 {
+                format!(" ({discounted} left out)")
+            } else if disturbed > 0 {
+                format!(" (kept: fewer than {} calm rounds would remain)", crate::record::ab::MIN_ROUNDS)
+            } else {
+                String::new()
+            },
+            other.map_or("n/a".into(), |o| format!("{o:.2} cores")),
+            busy.map_or("n/a".into(), |b| format!("{b:.2}")),
+        );
+        if let Some(b) = busy.filter(|b| *b < 0.75 * threads as f64) {
+            let _ = write!(
+                line,
+                " — mismatch: --threads {threads} but {b:.1} cores busy"
+            );
+        }
+        let last = seen.last().expect("not empty");
+        let _ = write!(
+            line,
+            "; switches vol/invol {}/{} per round; load avg {}; governor {}; {}",
+            avg(&|s| s.voluntary_switches.map(|x| x as f64))
+                .map_or("n/a".into(), |x| format!("{x:.0}")),
+            avg(&|s| s.involuntary_switches.map(|x| x as f64))
+                .map_or("n/a".into(), |x| format!("{x:.0}")),
+            last.loadavg_1m.map_or("n/a".into(), |l| format!("{l:.2}")),
+            last.governor.as_deref().unwrap_or("n/a (no cpufreq)"),
+            last.freq_mhz
+                .map_or("freq n/a".into(), |f| format!("{f:.0} MHz")),
+        );
+        let _ = writeln!(out, "{line}; kernels {}", run.runtime.kernels);
+    }
+    out
+}
+
+/// The `ab` screen: header, both arms' medians per metric, the verdict block, the record.
+pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
+    let mut out = super::text::header(a);
+    let (fa, fb) = (round_figures(a), round_figures(b));
+    let _ = writeln!(out, "\n{:<22} {:>14} {:>14}", "", arm_name(a), arm_name(b));
+    for m in Metric::ALL {
+        let med = |f: &[crate::record::ab::RoundFigures]| {
+            crate::measure::stats::median(&f.iter().filter_map(|r| m.of(r)).collect::<Vec<_>>())
+        };
+        if let (Some(x), Some(y)) = (med(&fa), med(&fb)) {
+            let _ = writeln!(
+                out,
+                "{:<22} {:>14} {:>14}   {}",
+                m.label(),
+                value(m, x),
+                value(m, y),
+                pct(y / x - 1.0)
+            );
+        }
+    }
+    out.push('\n');
+    match b.ab.as_ref().and_then(|x| x.verdict.as_ref()) {
+        Some(v) => out += &verdict_block(a, b, v),
+        None => out += "verdict: none (the run did not finish)\n",
+    }
+    out
+}
+
+/// Two runs' sheets side by side: per level, each figure old → new and the ratio.
+pub fn side_by_side(old: &[LevelSummary], new: &[LevelSummary]) -> String {
+    let mut out = String::new();
+    let cols: Vec<_> = super::columns::COLUMNS
+        .iter()
+        .filter(|c| c.in_sheet)
+        .collect();
+    for (o, n) in old.iter().zip(new) {
+        let _ = writeln!(out, "{} job(s):", o.jobs);
+        for c in &cols {
+            let (vo, vn) = ((c.text)(o), (c.text)(n));
+            let ratio = match (num(&(c.value)(o)), num(&(c.value)(n))) {
+                (Some(x), Some(y)) if x != 0.0 => format!("{:.3}", y / x),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<18} {:>16} {:>16}  {ratio}",
+                c.header.replace('\n', " "),
+                vo,
+                vn
+            );
+        }
+    }
+    out
+}
+
+fn num(v: &super::columns::Value) -> Option<f64> {
+    match v {
+        super::columns::Value::Count(n) => Some(*n as f64),
+        super::columns::Value::Num(x) => *x,
+        super::columns::Value::Text(_) => None,
+    }
+}

@@ -1,0 +1,256 @@
+//! `tokfire ab`, `compare` and `rerun` end to end on the tiny synthetic model: refusals name the
+//! flag and the fix, an A/A never claims keep or revert, both arms land in the record `report`
+//! reads, `compare` refuses different workloads and accepts different builds, `rerun` repeats
+//! the stored config field by field.
+
+#[path = "support/bench.rs"]
+mod support;
+
+use support::{args, read, tiny, tokfire, workload, WORKLOAD};
+
+fn fails(a: &[&str], needles: &[&str]) {
+    let out = tokfire().args(a).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{a:?}: {err}");
+    assert!(!err.contains("panicked"), "{a:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{a:?}: '{n}' not in: {err}");
+    }
+}
+
+fn ok(a: &[&str]) -> String {
+    let out = tokfire().args(a).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{a:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn ab_refuses_what_is_not_one_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let o = dir.path().join("ab.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        o.to_str().unwrap(),
+    );
+    let run = |extra: &[&str], needles: &[&str]| {
+        let mut a = vec!["ab"];
+        a.extend(extra);
+        a.extend(args(m, wl, o));
+        fails(&a, needles);
+    };
+    run(
+        &["--vary", "threads=1,2", "--vary", "max-seqs=4,8"],
+        &["--vary", "threads=1,2 and max-seqs=4,8", "exactly one"],
+    );
+    run(
+        &["--vary", "colour=red,blue"],
+        &["unknown key 'colour'", "prefill-chunk"],
+    );
+    run(
+        &["--vary", "threads=1,2,3"],
+        &["exactly two values", "got 3"],
+    );
+    run(&["--vary", "threads=2"], &["exactly two values"]);
+    run(&["--vary", "threads"], &["KEY=A,B"]);
+    run(&["--vary", "prefill-chunk=32,32"], &["same value", "--aa"]);
+    run(
+        &["--vary", "threads=2,02"],
+        &["resolve to the same configuration"],
+    );
+    run(&["--vary", "threads=0,2"], &["--threads 0"]);
+    run(
+        &["--vary", "spec=none,lookup"],
+        &["not available in this build yet"],
+    );
+    run(&[], &["--vary", "--aa"]);
+    assert!(
+        !std::path::Path::new(o).exists(),
+        "a refused ab writes no record"
+    );
+    let out = tokfire()
+        .args(["ab", "--aa", "--vary", "threads=1,2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "clap refuses --aa with --vary");
+}
+
+#[test]
+fn an_aa_never_claims_a_win_and_both_arms_are_in_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let o = dir.path().join("ab.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        o.to_str().unwrap(),
+    );
+    for seed in ["1", "2", "3"] {
+        let mut a = vec![
+            "ab",
+            "--aa",
+            "--rounds",
+            "3",
+            "--threads",
+            "1",
+            "--seed",
+            seed,
+        ];
+        a.extend(args(m, wl, o));
+        let screen = ok(&a);
+        assert!(screen.contains("verdict: retest"), "{screen}");
+        assert!(
+            screen.contains("outputs: identical between A and B on all 3 tasks"),
+            "{screen}"
+        );
+    }
+    let file = read(std::path::Path::new(o));
+    assert_eq!(file.runs.len(), 6, "two arms per ab");
+    for pair in file.runs.chunks(2) {
+        let (a, b) = (pair[0].ab.as_ref().unwrap(), pair[1].ab.as_ref().unwrap());
+        assert_eq!(
+            (a.arm.as_str(), b.arm.as_str(), &a.pair),
+            ("A", "B", &b.pair)
+        );
+        assert_eq!(a.rounds.len(), 3);
+        let v = b.verdict.as_ref().expect("arm B carries the verdict");
+        assert_eq!(format!("{}", v.decision), "retest", "{}", v.reason);
+        // ABBA order after one warm-up per arm: A B | A B B A A B.
+        let idx = |r: &tokfire::record::RunRecord| -> Vec<usize> {
+            r.levels[0].rounds.iter().map(|x| x.index).collect()
+        };
+        assert_eq!(
+            (idx(&pair[0]), idx(&pair[1])),
+            (vec![0, 2, 5, 6], vec![1, 3, 4, 7])
+        );
+    }
+    let report = ok(&["report", o, "--run", &file.runs[1].id]);
+    assert!(report.contains("tokfire ab"), "{report}");
+}
+
+#[test]
+fn an_ab_of_engine_budgets_runs_on_one_model_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let o = dir.path().join("ab.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        o.to_str().unwrap(),
+    );
+    let mut a = vec![
+        "ab",
+        "--vary",
+        "prefill-chunk=256,2",
+        "--expect",
+        "ttft",
+        "--rounds",
+        "3",
+        "--jobs",
+        "2",
+        "--threads",
+        "1",
+        "--note",
+        "quiet room",
+    ];
+    a.extend(args(m, wl, o));
+    let screen = ok(&a);
+    assert!(
+        screen.contains("A prefill-chunk=256") && screen.contains("B prefill-chunk=2"),
+        "{screen}"
+    );
+    assert!(screen.contains("note: quiet room"), "{screen}");
+    let file = read(std::path::Path::new(o));
+    let (ra, rb) = (&file.runs[0], &file.runs[1]);
+    assert_eq!(
+        (ra.scheduler.prefill_chunk, rb.scheduler.prefill_chunk),
+        (256, 2)
+    );
+    assert_eq!(ra.load.seconds, rb.load.seconds, "B shares A's load");
+    assert_eq!(rb.config.notes, vec!["quiet room".to_string()]);
+    let s = rb.ab.as_ref().unwrap().rounds[0]
+        .sentinel
+        .as_ref()
+        .expect("linux has /proc");
+    assert!(s.own_cpu_s.is_some() && s.wall_s > 0.0);
+}
+
+fn one_run(dir: &std::path::Path, wl_text: &str, out: &str) {
+    let m = tiny(dir);
+    let wl = workload(dir, wl_text);
+    let mut a = vec!["run", "--rounds", "3", "--threads", "1"];
+    a.extend(args(m.to_str().unwrap(), wl.to_str().unwrap(), out));
+    ok(&a);
+}
+
+#[test]
+fn compare_refuses_other_workloads_and_accepts_other_builds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (x, y) = (dir.path().join("x.json"), dir.path().join("y.json"));
+    one_run(dir.path(), WORKLOAD, x.to_str().unwrap());
+    let other = WORKLOAD.replace("count to three", "count to four");
+    one_run(dir.path(), &other, y.to_str().unwrap());
+    let (xs, ys) = (x.to_str().unwrap(), y.to_str().unwrap());
+    let (hx, hy) = (
+        &read(&x).runs[0].workload.hash,
+        &read(&y).runs[0].workload.hash,
+    );
+    fails(
+        &["compare", xs, ys],
+        &["workloads differ", &hx[..12], &hy[..12], "--force"],
+    );
+    assert!(ok(&["compare", xs, ys, "--force"]).contains("warning (--force)"));
+    // Another build of the same run: comparable, and the difference is listed.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&x).unwrap()).unwrap();
+    v["runs"][0]["build"]["git_commit"] = "0123456789abcdef".into();
+    v["runs"][0]["id"] = "older".into();
+    let z = dir.path().join("z.json");
+    std::fs::write(&z, v.to_string()).unwrap();
+    let screen = ok(&["compare", z.to_str().unwrap(), xs]);
+    assert!(
+        screen.contains("build.git_commit: 0123456789abcdef"),
+        "{screen}"
+    );
+    assert!(screen.contains("verdict: "), "{screen}");
+    fails(&["compare", xs, xs], &["one run only"]);
+    fails(
+        &["compare", xs, ys, "--new-run", "nope"],
+        &["no run with id 'nope'"],
+    );
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"hello\": 1}").unwrap();
+    fails(
+        &["compare", junk.to_str().unwrap(), xs],
+        &["not a tokfire results file"],
+    );
+}
+
+#[test]
+fn rerun_repeats_the_stored_config_and_compares() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.json");
+    one_run(dir.path(), WORKLOAD, x.to_str().unwrap());
+    let screen = ok(&["rerun", x.to_str().unwrap()]);
+    assert!(screen.contains("verdict: "), "{screen}");
+    let file = read(&x);
+    assert_eq!(file.runs.len(), 2, "appended to the same record");
+    let (a, b) = (
+        serde_json::to_value(&file.runs[0].config).unwrap(),
+        serde_json::to_value(&file.runs[1].config).unwrap(),
+    );
+    assert_eq!(a, b, "field by field");
+    fails(
+        &["rerun", x.to_str().unwrap(), "--run", "nope"],
+        &["no run with id 'nope'"],
+    );
+    fails(
+        &["rerun", dir.path().join("none.json").to_str().unwrap()],
+        &["no such results file"],
+    );
+}

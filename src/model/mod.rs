@@ -230,6 +230,12 @@ fn load_dir(
     })
 }
 
+/// A chat template read from `file` (`--chat-template`), for a model without one.
+pub fn template_file(file: &Path, tok: &Tokenizer) -> Result<ChatTemplate, ModelError> {
+    let src = std::fs::read_to_string(file).map_err(ModelError::io(file))?;
+    chat_template(file, &src, tok)
+}
+
 fn chat_template(path: &Path, src: &str, tok: &Tokenizer) -> Result<ChatTemplate, ModelError> {
     let name = |id: Option<u32>| {
         id.and_then(|i| tok.inner().id_to_token(i))

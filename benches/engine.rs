@@ -15,8 +15,9 @@ use candle_transformers::models::quantized_llama::ModelWeights;
 use tokfire::config::{DeviceSpec, ModelConfig, WeightDType};
 use tokfire::engine::sampler::argmax;
 use tokfire::measure::stats;
+use tokfire::model::family::Model;
 use tokfire::model::kv::KvCache;
-use tokfire::model::llama::{Llama, LogitRows, SeqInput};
+use tokfire::model::llama::{LogitRows, SeqInput};
 
 const TEXT: &str = "The history of the printing press begins in the fifteenth century, when movable type made books cheaper and faster to produce. Within decades, presses spread across Europe, and pamphlets, newspapers and scientific journals followed. ";
 
@@ -86,7 +87,7 @@ fn stock_decode(m: &mut ModelWeights, prompt: &[u32], n: usize) -> f64 {
     n as f64 / t.elapsed().as_secs_f64()
 }
 
-fn step(m: &Llama, tokens: &[Vec<u32>], caches: &mut [KvCache]) -> Vec<u32> {
+fn step(m: &Model, tokens: &[Vec<u32>], caches: &mut [KvCache]) -> Vec<u32> {
     let inputs: Vec<SeqInput> = tokens
         .iter()
         .map(|t| SeqInput {
@@ -103,7 +104,7 @@ fn step(m: &Llama, tokens: &[Vec<u32>], caches: &mut [KvCache]) -> Vec<u32> {
     rows.iter().map(|r| argmax(r)).collect()
 }
 
-fn ours_prefill(m: &Llama, prompt: &[u32]) -> f64 {
+fn ours_prefill(m: &Model, prompt: &[u32]) -> f64 {
     let mut caches = vec![m.new_cache(prompt.len() + 1).unwrap()];
     let t = Instant::now();
     step(m, &[prompt.to_vec()], &mut caches);
@@ -111,7 +112,7 @@ fn ours_prefill(m: &Llama, prompt: &[u32]) -> f64 {
 }
 
 /// Aggregate decode tok/s of `seqs` sequences sharing every step.
-fn ours_decode(m: &Llama, prompt: &[u32], seqs: usize, n: usize) -> f64 {
+fn ours_decode(m: &Model, prompt: &[u32], seqs: usize, n: usize) -> f64 {
     let mut caches: Vec<KvCache> = (0..seqs)
         .map(|_| m.new_cache(prompt.len() + n + 1).unwrap())
         .collect();

@@ -13,7 +13,7 @@ pub(crate) const DEFAULT_MODEL: &str = "smollm2-135m-instruct-q4_1";
 /// `generate --help`: the clocks and examples.
 fn generate_help() -> String {
     format!(
-        "Clocks (stderr):\n{}\n\nExamples:\n  tokfire generate --chat 'What is the capital of France?'\n  tokfire generate --prompt 'def fib(n):' -n 128 --threads 2\n  tokfire generate --model my.gguf --chat 'Hi' --temperature 0.7 --seed 1\n",
+        "Clocks (stderr):\n{}\n\nExamples:\n  tokfire generate --chat 'What is the capital of France?'\n  tokfire generate --prompt 'def fib(n):' -n 128 --threads 2\n  tokfire generate --model my.gguf --chat 'Hi' --temperature 0.7 --seed 1\n  tokfire generate --model gemma3-270m-q4_k_m --prompt 'The capital of France is' -n 32\n  tokfire generate --model gemma3-270m-q4_k_m --chat 'Hi' --chat-template gemma.jinja\n",
         crate::measure::clocks::DEFINITIONS
     )
 }
@@ -174,6 +174,10 @@ pub struct GenerateArgs {
     /// Print the generated token ids too.
     #[arg(long)]
     pub ids: bool,
+    /// A Jinja chat template file for --chat, used instead of the model's own (for models
+    /// without one, such as gemma3-270m-q4_k_m).
+    #[arg(long, value_name = "FILE", requires = "chat")]
+    pub chat_template: Option<std::path::PathBuf>,
 }
 
 /// How tokens are chosen.

@@ -9,7 +9,7 @@ use tokfire::config::{SamplingConfig, WeightDType};
 use tokfire::engine::batching::{Engine, EventKind, Request};
 use tokfire::engine::generate::{generate, GenerateParams};
 use tokfire::engine::scheduler::SchedulerConfig;
-use tokfire::model::llama::Llama;
+use tokfire::model::family::Model;
 
 fn prompts() -> Vec<Vec<u32>> {
     vec![
@@ -20,7 +20,7 @@ fn prompts() -> Vec<Vec<u32>> {
     ]
 }
 
-fn alone(model: &Llama, prompt: &[u32], n: usize) -> Vec<u32> {
+fn alone(model: &Model, prompt: &[u32], n: usize) -> Vec<u32> {
     let p = GenerateParams {
         max_new: n,
         sampling: SamplingConfig::default(),
@@ -29,7 +29,7 @@ fn alone(model: &Llama, prompt: &[u32], n: usize) -> Vec<u32> {
     generate(model, prompt, &p, |_| {}).unwrap().tokens
 }
 
-fn through_engine(model: &Llama, cfg: SchedulerConfig, n: usize) -> Engine<'_> {
+fn through_engine(model: &Model, cfg: SchedulerConfig, n: usize) -> Engine<'_> {
     let mut e = Engine::new(model, cfg, SamplingConfig::default());
     for (i, p) in prompts().into_iter().enumerate() {
         e.submit(Request {

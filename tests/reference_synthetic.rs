@@ -138,7 +138,8 @@ fn qwen2_gguf_with_qkv_bias_matches_stock_quantized_qwen2() {
     };
     tokfire::model::synthetic::write_gguf(&path, &spec).unwrap();
     let loaded = load(&path, WeightDType::Q);
-    assert!(loaded.model.cfg.qkv_bias && !loaded.model.cfg.rope_interleaved);
+    let cfg = &loaded.model.as_llama().unwrap().cfg;
+    assert!(cfg.qkv_bias && !cfg.rope_interleaved);
     let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
 
     let mut f = std::fs::File::open(&path).unwrap();

@@ -233,21 +233,3 @@ fn bad_input_to_report_is_a_clear_error() {
     // A version-1 record still loads and renders, summary derived on reading.
     assert!(ok(&["report", f]).contains("verdict:"));
 }
-
-#[test]
-fn a_manifest_model_this_engine_cannot_run_is_refused_before_download() {
-    let cache = tempfile::tempdir().unwrap();
-    let out = tokfire()
-        .env("TOKFIRE_CACHE", cache.path())
-        .args(["generate", "-m", "gemma3-270m-q4_k_m", "--prompt", "hi"])
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{e}");
-    assert!(e.contains("gemma3") && e.contains("not downloaded"), "{e}");
-    assert_eq!(
-        std::fs::read_dir(cache.path()).unwrap().count(),
-        0,
-        "nothing fetched"
-    );
-}

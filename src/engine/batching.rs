@@ -12,8 +12,9 @@ use super::sampler::Sampler;
 use super::scheduler::{Plan, RequestId, Scheduler, SchedulerConfig};
 use crate::config::SamplingConfig;
 use crate::error::EngineError;
+use crate::model::family::Model;
 use crate::model::kv::KvCache;
-use crate::model::llama::{Llama, LogitRows, SeqInput};
+use crate::model::llama::{LogitRows, SeqInput};
 
 /// A generation request.
 #[derive(Debug, Clone)]
@@ -83,7 +84,7 @@ struct Running {
 
 /// Runs many requests over one model.
 pub struct Engine<'m> {
-    model: &'m Llama,
+    model: &'m Model,
     sched: Scheduler,
     sampling: SamplingConfig,
     seqs: HashMap<RequestId, Running>,
@@ -92,7 +93,7 @@ pub struct Engine<'m> {
 }
 
 impl<'m> Engine<'m> {
-    pub fn new(model: &'m Llama, cfg: SchedulerConfig, sampling: SamplingConfig) -> Self {
+    pub fn new(model: &'m Model, cfg: SchedulerConfig, sampling: SamplingConfig) -> Self {
         Self {
             model,
             sched: Scheduler::new(cfg),

@@ -8,7 +8,8 @@ use serde::Serialize;
 use super::sampler::Sampler;
 use crate::config::SamplingConfig;
 use crate::error::EngineError;
-use crate::model::llama::{Llama, LogitRows, SeqInput};
+use crate::model::family::Model;
+use crate::model::llama::{LogitRows, SeqInput};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -37,7 +38,7 @@ pub struct Generation {
 
 /// Runs `prompt` through `model`, calling `on_token` with each new token as it is sampled.
 pub fn generate(
-    model: &Llama,
+    model: &Model,
     prompt: &[u32],
     p: &GenerateParams,
     mut on_token: impl FnMut(u32),
@@ -80,7 +81,7 @@ pub fn generate(
 }
 
 fn step(
-    model: &Llama,
+    model: &Model,
     tokens: &[u32],
     cache: &mut crate::model::kv::KvCache,
     sampler: &mut Sampler,

@@ -3,6 +3,9 @@
 //! KV cache, then causal attention per query token over exactly its own keys `0..=pos` (scores,
 //! softmax, weighted sum of V), parallel over query tokens when the step is large.
 //!
+//! Scoring ([`Scoring`]) can divide by another scale, soft-cap scores and restrict a query to
+//! the last `window` keys (Gemma's sliding-window layers).
+//!
 //! Every query row's arithmetic depends only on its own position and the cache contents, in a
 //! fixed order, so a token's output is bit-identical whether its prompt arrives whole or in
 //! chunks, and whichever other sequences share the step. Only the CPU uses this path; other
@@ -124,8 +127,41 @@ pub(crate) struct SegmentRows {
     pub pos: usize,
 }
 
+/// How scores are formed and which keys a query sees (beyond causality).
+#[derive(Debug, Clone, Copy)]
+pub struct Scoring {
+    /// Scores are `q·k / divisor` (llama: sqrt(head_dim)).
+    pub divisor: f32,
+    /// Keys a query sees, itself included (a sliding-window layer); `None`: every earlier key.
+    pub window: Option<usize>,
+    /// `cap · tanh(s / cap)` on each score, when set.
+    pub softcap: Option<f32>,
+}
+
+impl Scoring {
+    /// Plain causal attention scaled by 1/sqrt(head_dim).
+    pub fn causal(head_dim: usize) -> Self {
+        Self {
+            divisor: (head_dim as f32).sqrt(),
+            window: None,
+            softcap: None,
+        }
+    }
+}
+
 /// Causal attention of every query row: `out[T, heads * head_dim]`.
 pub(crate) fn attend(dims: Dims, q: &[f32], segments: &[(SegmentRows, KvSlices)], out: &mut [f32]) {
+    attend_scored(dims, Scoring::causal(dims.head_dim), q, segments, out)
+}
+
+/// [`attend`] with the scoring (scale, window, soft-cap) given.
+pub fn attend_scored(
+    dims: Dims,
+    scoring: Scoring,
+    q: &[f32],
+    segments: &[(SegmentRows, KvSlices)],
+    out: &mut [f32],
+) {
     let qw = dims.q_width();
     let pairs: usize = segments
         .iter()
@@ -137,7 +173,7 @@ pub(crate) fn attend(dims: Dims, q: &[f32], segments: &[(SegmentRows, KvSlices)]
         .flat_map(|(s, kv)| (0..s.len).map(move |i| (s.start + i, s.pos + i, *kv)))
         .collect();
     let one = |(t, pos, kv): &(usize, usize, KvSlices), out: &mut [f32]| {
-        attend_row(dims, &q[t * qw..(t + 1) * qw], *pos, kv, out)
+        attend_row(dims, scoring, &q[t * qw..(t + 1) * qw], *pos, kv, out)
     };
     if pairs < PARALLEL_MIN_PAIRS {
         for (r, o) in rows.iter().zip(out.chunks_exact_mut(qw)) {
@@ -150,19 +186,25 @@ pub(crate) fn attend(dims: Dims, q: &[f32], segments: &[(SegmentRows, KvSlices)]
     }
 }
 
-/// All heads of one query row at position `pos` against keys `0..=pos`.
-fn attend_row(dims: Dims, q: &[f32], pos: usize, kv: &KvSlices, out: &mut [f32]) {
+/// All heads of one query row at position `pos` against keys `first..=pos` (`first` is 0, or
+/// `pos + 1 - window` for a sliding window).
+fn attend_row(dims: Dims, scoring: Scoring, q: &[f32], pos: usize, kv: &KvSlices, out: &mut [f32]) {
     let hd = dims.head_dim;
     let group = dims.heads / dims.kv_heads;
-    let scale = (hd as f32).sqrt();
-    let mut scores = vec![0f32; pos + 1];
+    let scale = scoring.divisor;
+    let first = scoring.window.map_or(0, |w| (pos + 1).saturating_sub(w));
+    let mut scores = vec![0f32; pos + 1 - first];
     for h in 0..dims.heads {
         let g = h / group;
         let base = g * kv.capacity * hd;
         let qh = &q[h * hd..(h + 1) * hd];
         let mut max = f32::NEG_INFINITY;
-        for (j, s) in scores.iter_mut().enumerate() {
+        for (i, s) in scores.iter_mut().enumerate() {
+            let j = first + i;
             *s = dot(qh, &kv.k[base + j * hd..base + (j + 1) * hd]) / scale;
+            if let Some(cap) = scoring.softcap {
+                *s = cap * (*s / cap).tanh();
+            }
             max = max.max(*s);
         }
         let mut sum = 0f32;
@@ -172,7 +214,8 @@ fn attend_row(dims: Dims, q: &[f32], pos: usize, kv: &KvSlices, out: &mut [f32])
         }
         let o = &mut out[h * hd..(h + 1) * hd];
         o.fill(0.0);
-        for (j, &p) in scores.iter().enumerate() {
+        for (i, &p) in scores.iter().enumerate() {
+            let j = first + i;
             let vj = &kv.v[base + j * hd..base + (j + 1) * hd];
             axpy(o, p / sum, vj);
         }
@@ -251,6 +294,45 @@ mod tests {
         let b: Vec<f32> = (0..67).map(|i| 1.0 - i as f32 * 0.25).collect();
         let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
         assert!((dot(&a, &b) - plain).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_window_sees_only_its_last_keys() {
+        // One head of width 8; key j is j·e0 and value j·e1, so a uniform score would give the
+        // mean of the visible j in out[1]. With a zero query every visible key scores the same.
+        let dims = Dims {
+            heads: 1,
+            kv_heads: 1,
+            head_dim: 8,
+            interleaved: false,
+        };
+        let cap = 6;
+        let mut k = vec![0f32; cap * 8];
+        let mut v = vec![0f32; cap * 8];
+        for j in 0..cap {
+            k[j * 8] = j as f32;
+            v[j * 8 + 1] = j as f32;
+        }
+        let kv = KvSlices {
+            k: &k,
+            v: &v,
+            capacity: cap,
+        };
+        let q = vec![0f32; 8];
+        let seg = SegmentRows {
+            start: 0,
+            len: 1,
+            pos: 5,
+        };
+        let mut out = vec![0f32; 8];
+        let windowed = Scoring {
+            window: Some(2),
+            ..Scoring::causal(8)
+        };
+        attend_scored(dims, windowed, &q, &[(seg, kv)], &mut out);
+        assert!((out[1] - 4.5).abs() < 1e-6, "keys 4 and 5 only: {}", out[1]);
+        attend(dims, &q, &[(seg, kv)], &mut out);
+        assert!((out[1] - 2.5).abs() < 1e-6, "keys 0..=5: {}", out[1]);
     }
 
     #[test]

@@ -51,6 +51,45 @@ pub struct ModelReport {
     pub license: Option<String>,
     /// What the validation pass found wrong; a model with problems does not load.
     pub problems: Vec<Problem>,
+    /// Gemma 3's sliding window, layer pattern, RoPE bases and soft-capping (Gemma only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gemma: Option<GemmaReport>,
+}
+
+/// What a Gemma 3 model adds to the llama-family shape.
+#[derive(Debug, Clone, Serialize)]
+pub struct GemmaReport {
+    /// Keys a sliding-window layer's query sees, in tokens.
+    pub sliding_window: usize,
+    /// The layers that attend globally (every other layer is a sliding-window layer).
+    pub global_layers: Vec<usize>,
+    /// Head width (Gemma's heads are wider than hidden / heads).
+    pub head_dim: usize,
+    /// RoPE base of the global layers.
+    pub rope_global_theta: f64,
+    /// RoPE base of the sliding-window layers.
+    pub rope_local_theta: f64,
+    /// Scores are divided by the square root of this.
+    pub query_pre_attn_scalar: f64,
+    /// Final-logit soft-cap, when the model has one.
+    pub final_softcap: Option<f64>,
+    /// Attention-score soft-cap, when the model has one.
+    pub attn_softcap: Option<f64>,
+}
+
+impl GemmaReport {
+    pub fn new(c: &arch::GemmaConfig) -> Self {
+        Self {
+            sliding_window: c.sliding_window,
+            global_layers: (0..c.base.layers).filter(|&l| !c.is_local(l)).collect(),
+            head_dim: c.base.head_dim,
+            rope_global_theta: c.base.rope_theta,
+            rope_local_theta: c.rope_local_theta,
+            query_pre_attn_scalar: c.query_pre_attn_scalar,
+            final_softcap: c.final_softcap,
+            attn_softcap: c.attn_softcap,
+        }
+    }
 }
 
 /// Inspects a GGUF file.
@@ -71,7 +110,13 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
             "?".into()
         }
     };
-    if arch::SUPPORTED.contains(&arch.as_str()) {
+    let mut gemma = None;
+    if arch == arch::GEMMA3 {
+        match validate::gemma_config(&g) {
+            Ok(c) => gemma = Some(GemmaReport::new(&c)),
+            Err(p) => problems.extend(p),
+        }
+    } else if arch::SUPPORTED.contains(&arch.as_str()) {
         if let Err(p) = validate::llama_config(&g, &arch) {
             problems.extend(p);
         }
@@ -103,7 +148,9 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         sha256: Some(sha256),
         context_length: g.opt_u64(&key("context_length")),
         rope_theta: g.opt_f64(&key("rope.freq_base")),
-        rope_dim: g.opt_u64(&key("rope.dimension_count")),
+        rope_dim: g
+            .opt_u64(&key("rope.dimension_count"))
+            .or_else(|| g.opt_u64(&key("attention.key_length"))),
         layers: g.opt_u64(&key("block_count")),
         heads: g.opt_u64(&key("attention.head_count")),
         kv_heads: g.opt_u64(&key("attention.head_count_kv")),
@@ -126,12 +173,20 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         license: entry.map(|e| e.license),
         architecture: arch,
         problems,
+        gemma,
     })
 }
 
 /// Inspects a safetensors model directory through its `config.json` and tensor headers.
 pub(crate) fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
-    let cfg = super::arch::LlamaConfig::from_hf_json(&dir.join("config.json"))?;
+    let config = dir.join("config.json");
+    let (cfg, gemma) = match arch::hf_model_type(&config).as_deref() {
+        Some("gemma3_text" | arch::GEMMA3) => {
+            let g = arch::GemmaConfig::from_hf_json(&config)?;
+            (g.base.clone(), Some(GemmaReport::new(&g)))
+        }
+        _ => (arch::LlamaConfig::from_hf_json(&config)?, None),
+    };
     let files = super::weights::safetensors_files(dir)?;
     // SAFETY: read-only mapping of files nobody truncates meanwhile.
     let st = unsafe { candle_core::safetensors::MmapedSafetensors::multi(&files) }.map_err(
@@ -185,6 +240,7 @@ pub(crate) fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
         manifest_name: None,
         license: None,
         problems: Vec::new(),
+        gemma,
     })
 }
 

@@ -124,6 +124,14 @@ impl Linear {
         }
     }
 
+    /// The quantized blocks our kernels run, when that is how the matrix is stored.
+    pub fn kernel_matrix(&self) -> Option<&Arc<QMatrix>> {
+        match &self.weight {
+            Weight::Kernel(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// Short description of the storage, e.g. `q4_1` or `dense f32`.
     pub(crate) fn storage(&self) -> String {
         match &self.weight {

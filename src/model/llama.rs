@@ -7,7 +7,7 @@
 use candle_core::{DType, Device, Tensor};
 
 use super::arch::LlamaConfig;
-use super::attention::{self, Dims, KvSlices, SegmentRows, Split};
+use super::attention::{self, Dims, KvSlices, Scoring, SegmentRows, Split};
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
 use super::projections::{cpu_f32, with_f32, GateUp, Qkv};
@@ -16,7 +16,7 @@ use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
 
 /// Longest RoPE table built, in positions (bounds memory for models with huge contexts).
-const MAX_ROPE_POSITIONS: usize = 32_768;
+pub(crate) const MAX_ROPE_POSITIONS: usize = 32_768;
 
 struct Layer {
     attn_norm: Tensor,
@@ -222,58 +222,14 @@ impl Llama {
             head_dim: c.head_dim,
             interleaved: c.rope_interleaved,
         };
-        let (cos, _) = self.cos.storage_and_layout();
-        let (sin, _) = self.sin.storage_and_layout();
-        let q = with_f32(qkv, |qkv| -> Result<Vec<f32>, EngineError> {
-            let split = Split {
-                dims,
-                qkv,
-                positions: &plan.positions,
-                cos: cpu_f32(&cos)?,
-                sin: cpu_f32(&sin)?,
-            };
-            for (seg, cache) in plan.segments.iter().zip(caches.iter()) {
-                let (k, v) = split.new_kv(seg.start..seg.start + seg.len);
-                let shape = (c.kv_heads, seg.len, c.head_dim);
-                let k = Tensor::from_vec(k, shape, &self.device)?;
-                let v = Tensor::from_vec(v, shape, &self.device)?;
-                cache.write(l, &k, &v)?;
-            }
-            Ok(split.queries())
-        })??;
-        let guards: Vec<_> = caches
-            .iter()
-            .map(|cache| {
-                let (k, v) = cache.layer(l);
-                (
-                    k.storage_and_layout().0,
-                    v.storage_and_layout().0,
-                    cache.capacity(),
-                )
-            })
-            .collect();
-        let mut segs = Vec::with_capacity(guards.len());
-        for (seg, (k, v, capacity)) in plan.segments.iter().zip(&guards) {
-            let rows = SegmentRows {
-                start: seg.start,
-                len: seg.len,
-                pos: seg.pos,
-            };
-            let kv = KvSlices {
-                k: cpu_f32(k)?,
-                v: cpu_f32(v)?,
-                capacity: *capacity,
-            };
-            segs.push((rows, kv));
-        }
-        let t = plan.tokens.len();
-        let mut out = vec![0f32; t * c.heads * c.head_dim];
-        attention::attend(dims, &q, &segs, &mut out);
-        Ok(Tensor::from_vec(
-            out,
-            (t, c.heads * c.head_dim),
-            &self.device,
-        )?)
+        let step = CpuAttention {
+            dims,
+            scoring: Scoring::causal(c.head_dim),
+            cos: &self.cos,
+            sin: &self.sin,
+            device: &self.device,
+        };
+        step.run(l, qkv, plan, caches)
     }
 
     /// Attention through candle ops (any device).
@@ -349,6 +305,83 @@ impl Llama {
     }
 }
 
+/// The CPU attention block of one layer (shared by the model families): dimensions, scoring and
+/// the RoPE tables `[positions, head_dim / 2]` that layer uses.
+pub(crate) struct CpuAttention<'a> {
+    pub dims: Dims,
+    pub scoring: Scoring,
+    pub cos: &'a Tensor,
+    pub sin: &'a Tensor,
+    pub device: &'a Device,
+}
+
+impl CpuAttention<'_> {
+    /// Runs layer `l`'s attention for the step: RoPE, cache write, then each token's attention
+    /// over its own keys as `scoring` says.
+    pub(crate) fn run(
+        &self,
+        l: usize,
+        qkv: &Tensor,
+        plan: &StepPlan,
+        caches: &[&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
+        let dims = self.dims;
+        let c = &dims;
+        let (cos, _) = self.cos.storage_and_layout();
+        let (sin, _) = self.sin.storage_and_layout();
+        let q = with_f32(qkv, |qkv| -> Result<Vec<f32>, EngineError> {
+            let split = Split {
+                dims,
+                qkv,
+                positions: &plan.positions,
+                cos: cpu_f32(&cos)?,
+                sin: cpu_f32(&sin)?,
+            };
+            for (seg, cache) in plan.segments.iter().zip(caches.iter()) {
+                let (k, v) = split.new_kv(seg.start..seg.start + seg.len);
+                let shape = (c.kv_heads, seg.len, c.head_dim);
+                let k = Tensor::from_vec(k, shape, self.device)?;
+                let v = Tensor::from_vec(v, shape, self.device)?;
+                cache.write(l, &k, &v)?;
+            }
+            Ok(split.queries())
+        })??;
+        let guards: Vec<_> = caches
+            .iter()
+            .map(|cache| {
+                let (k, v) = cache.layer(l);
+                (
+                    k.storage_and_layout().0,
+                    v.storage_and_layout().0,
+                    cache.capacity(),
+                )
+            })
+            .collect();
+        let mut segs = Vec::with_capacity(guards.len());
+        for (seg, (k, v, capacity)) in plan.segments.iter().zip(&guards) {
+            let rows = SegmentRows {
+                start: seg.start,
+                len: seg.len,
+                pos: seg.pos,
+            };
+            let kv = KvSlices {
+                k: cpu_f32(k)?,
+                v: cpu_f32(v)?,
+                capacity: *capacity,
+            };
+            segs.push((rows, kv));
+        }
+        let t = plan.tokens.len();
+        let mut out = vec![0f32; t * c.heads * c.head_dim];
+        attention::attend_scored(dims, self.scoring, &q, &segs, &mut out);
+        Ok(Tensor::from_vec(
+            out,
+            (t, c.heads * c.head_dim),
+            self.device,
+        )?)
+    }
+}
+
 /// One sequence's rows in the flattened step.
 struct Segment {
     start: usize,
@@ -358,15 +391,15 @@ struct Segment {
 }
 
 /// The flattened layout of a step, computed before any tensor work.
-struct StepPlan {
-    tokens: Vec<u32>,
-    positions: Vec<u32>,
+pub(crate) struct StepPlan {
+    pub tokens: Vec<u32>,
+    pub positions: Vec<u32>,
     segments: Vec<Segment>,
-    logit_rows: Vec<u32>,
+    pub logit_rows: Vec<u32>,
 }
 
 impl StepPlan {
-    fn new(inputs: &[SeqInput], caches: &[&mut KvCache]) -> Result<Self, EngineError> {
+    pub(crate) fn new(inputs: &[SeqInput], caches: &[&mut KvCache]) -> Result<Self, EngineError> {
         if inputs.len() != caches.len() || inputs.is_empty() {
             return Err(EngineError::Invalid(format!(
                 "{} inputs for {} caches; need one cache per input, at least one",
@@ -426,7 +459,7 @@ impl StepPlan {
 }
 
 /// cos/sin tables `[positions, head_dim/2]` exactly as candle's llama builds them.
-fn rope_tables(
+pub(crate) fn rope_tables(
     head_dim: usize,
     theta: f64,
     positions: usize,

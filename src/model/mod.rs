@@ -5,6 +5,8 @@
 pub(crate) mod arch;
 pub(crate) mod attention;
 pub mod chat;
+pub mod family;
+pub mod gemma;
 pub(crate) mod gguf;
 mod header;
 pub(crate) mod hub;
@@ -16,7 +18,9 @@ pub mod llama;
 pub mod manifest;
 pub(crate) mod projections;
 pub mod synthetic;
+pub mod synthetic_gemma;
 pub mod tokenizer;
+pub mod tokenizer_spm;
 pub(crate) mod validate;
 pub(crate) mod weights;
 
@@ -28,6 +32,7 @@ use serde::Serialize;
 use crate::config::ModelConfig;
 use crate::error::{ConfigError, ModelError};
 use chat::ChatTemplate;
+use family::Model;
 use gguf::Gguf;
 use llama::Llama;
 use tokenizer::Tokenizer;
@@ -102,7 +107,7 @@ fn classify(path: PathBuf) -> ModelPath {
 
 /// A model ready to run.
 pub struct Loaded {
-    pub model: Llama,
+    pub model: Model,
     pub tokenizer: Tokenizer,
     pub chat: Option<ChatTemplate>,
     pub path: ModelPath,
@@ -136,7 +141,12 @@ fn load_gguf(
 ) -> Result<Loaded, ModelError> {
     let _span = tracing::info_span!("load_gguf").entered();
     let mut g = Gguf::open(path)?;
-    let arch = arch::LlamaConfig::from_gguf(&g)?;
+    let gemma = g.architecture()? == arch::GEMMA3;
+    let (llama_cfg, gemma_cfg) = if gemma {
+        (None, Some(arch::GemmaConfig::from_gguf(&g)?))
+    } else {
+        (Some(arch::LlamaConfig::from_gguf(&g)?), None)
+    };
     let tokenizer = Tokenizer::from_gguf(&g)?;
     let chat = match g
         .get("tokenizer.chat_template")
@@ -150,7 +160,11 @@ fn load_gguf(
         gguf: &mut g,
         device: device.clone(),
     };
-    let model = Llama::load(arch, &mut src, cfg.dtype)?;
+    let model = match (llama_cfg, gemma_cfg) {
+        (_, Some(c)) => Model::Gemma(gemma::Gemma::load(c, &mut src, cfg.dtype)?),
+        (Some(c), None) => Model::Llama(Llama::load(c, &mut src, cfg.dtype)?),
+        (None, None) => unreachable!("one config is read; this is a bug"),
+    };
     Ok(Loaded {
         model,
         tokenizer,
@@ -174,7 +188,13 @@ fn load_dir(
             detail: "a model directory needs config.json, tokenizer.json and *.safetensors".into(),
         });
     }
-    let arch = arch::LlamaConfig::from_hf_json(&config_path)?;
+    let gemma =
+        arch::hf_model_type(&config_path).is_some_and(|t| t == "gemma3_text" || t == arch::GEMMA3);
+    let (llama_cfg, gemma_cfg) = if gemma {
+        (None, Some(arch::GemmaConfig::from_hf_json(&config_path)?))
+    } else {
+        (Some(arch::LlamaConfig::from_hf_json(&config_path)?), None)
+    };
     let ids = special_ids(&config_path)?;
     let tok_path = dir.join("tokenizer.json");
     if !tok_path.exists() {
@@ -195,7 +215,11 @@ fn load_dir(
         .map(|m| m.len())
         .sum();
     let mut src = weights::SafetensorsSource::open(dir, device)?;
-    let model = Llama::load(arch, &mut src, cfg.dtype)?;
+    let model = match (llama_cfg, gemma_cfg) {
+        (_, Some(c)) => Model::Gemma(gemma::Gemma::load(c, &mut src, cfg.dtype)?),
+        (Some(c), None) => Model::Llama(Llama::load(c, &mut src, cfg.dtype)?),
+        (None, None) => unreachable!("one config is read; this is a bug"),
+    };
     Ok(Loaded {
         model,
         tokenizer,
@@ -204,6 +228,12 @@ fn load_dir(
         load_time: Duration::ZERO,
         file_bytes,
     })
+}
+
+/// A chat template read from `file` (`--chat-template`), for a model without one.
+pub fn template_file(file: &Path, tok: &Tokenizer) -> Result<ChatTemplate, ModelError> {
+    let src = std::fs::read_to_string(file).map_err(ModelError::io(file))?;
+    chat_template(file, &src, tok)
 }
 
 fn chat_template(path: &Path, src: &str, tok: &Tokenizer) -> Result<ChatTemplate, ModelError> {

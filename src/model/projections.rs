@@ -38,6 +38,27 @@ impl Qkv {
     }
 }
 
+/// The gate's activation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// `x · sigmoid(x)` (llama).
+    Silu,
+    /// GELU, tanh approximation (`gelu_pytorch_tanh`, Gemma).
+    GeluTanh,
+}
+
+impl Act {
+    fn apply(self, g: f32) -> f32 {
+        match self {
+            Self::Silu => g / (1.0 + (-g).exp()),
+            Self::GeluTanh => {
+                const C: f32 = 0.797_884_6; // sqrt(2 / pi)
+                0.5 * g * (1.0 + (C * (g + 0.044_715 * g * g * g)).tanh())
+            }
+        }
+    }
+}
+
 /// The MLP's gate and up projections: one stacked matmul when our kernels allow, then
 /// `silu(gate) * up` in one pass over its output.
 pub(crate) enum GateUp {
@@ -56,8 +77,20 @@ impl GateUp {
 
     /// `silu(h Gᵀ) * (h Uᵀ)`, `[T, ffn]`.
     pub(crate) fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
+        self.forward_act(h, Act::Silu)
+    }
+
+    /// `act(h Gᵀ) * (h Uᵀ)`, `[T, ffn]`.
+    pub fn forward_act(&self, h: &Tensor, act: Act) -> candle_core::Result<Tensor> {
         match self {
-            Self::Split(g, u) => candle_nn::ops::silu(&g.forward(h)?)? * u.forward(h)?,
+            Self::Split(g, u) => {
+                let g = g.forward(h)?;
+                let g = match act {
+                    Act::Silu => candle_nn::ops::silu(&g)?,
+                    Act::GeluTanh => g.gelu()?,
+                };
+                g * u.forward(h)?
+            }
             Self::Fused(f) => {
                 let gu = f.forward(h)?;
                 let (t, two_f) = gu.dims2()?;
@@ -66,7 +99,7 @@ impl GateUp {
                     let mut out = Vec::with_capacity(t * ff);
                     for row in gu.chunks_exact(two_f) {
                         let (g, u) = row.split_at(ff);
-                        out.extend(g.iter().zip(u).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u));
+                        out.extend(g.iter().zip(u).map(|(&g, &u)| act.apply(g) * u));
                     }
                     out
                 })?;

@@ -2,6 +2,8 @@
 //! or loaded from a model directory's `tokenizer.json`; plus the special ids (bos, eos, pad) and the
 //! `add_bos_token` rule, which callers get through [`Tokenizer::encode`].
 //!
+//! SentencePiece BPE (`llama`, Gemma) is built in [`super::tokenizer_spm`].
+//!
 //! candle's own `TokenizerFromGguf` adds a prefix space for `pre = smollm` (llama.cpp does not), so
 //! the BPE is built here: byte-level, no prefix space, digits split one by one first for `smollm`.
 
@@ -25,7 +27,7 @@ const TOKEN_TYPE_USER_DEFINED: i64 = 4;
 /// Facts about a tokenizer, for `inspect` and records.
 #[derive(Debug, Clone, Serialize)]
 pub struct TokenizerInfo {
-    /// `gpt2` (byte-level BPE) for GGUF, or `tokenizer.json`.
+    /// `gpt2` (byte-level BPE) or `llama` (SentencePiece BPE) for GGUF, or `tokenizer.json`.
     pub kind: String,
     /// The GGUF pre-tokenizer name (`tokenizer.ggml.pre`), if any.
     pub pre: Option<String>,
@@ -35,6 +37,9 @@ pub struct TokenizerInfo {
     pub pad_id: Option<u32>,
     /// Whether a BOS token is put before every encoded prompt.
     pub add_bos: bool,
+    /// Time to build the tokenizer from the GGUF metadata, in milliseconds (part of the load
+    /// clock; 0 for a `tokenizer.json`, which is read rather than built).
+    pub build_ms: f64,
 }
 
 /// A tokenizer with the model's special-token rules.
@@ -57,18 +62,9 @@ impl Tokenizer {
             .to_string()
             .map_err(|_| no_tok("tokenizer.ggml.model is not a string"))?
             .clone();
-        if model != "gpt2" {
-            return Err(ModelError::Invalid {
-                path: gguf.path.clone(),
-                detail: format!("tokenizer.ggml.model = '{model}' is not supported yet (only gpt2 byte-level BPE)"),
-            });
-        }
         let tokens = gguf
             .opt_strings("tokenizer.ggml.tokens")?
             .ok_or_else(|| no_tok("tokenizer.ggml.tokens is missing"))?;
-        let merges = gguf
-            .opt_strings("tokenizer.ggml.merges")?
-            .ok_or_else(|| no_tok("tokenizer.ggml.merges is missing"))?;
         let types = gguf
             .opt_ints("tokenizer.ggml.token_type")?
             .unwrap_or_default();
@@ -76,14 +72,37 @@ impl Tokenizer {
             .get("tokenizer.ggml.pre")
             .and_then(|v| v.to_string().ok())
             .cloned();
-        let inner = build_bpe(&tokens, &merges, &types, pre.as_deref()).map_err(|e| {
-            ModelError::Invalid {
-                path: gguf.path.clone(),
-                detail: format!("building the BPE tokenizer: {e}"),
-            }
-        })?;
         let id = |key: &str| gguf.opt_u64(key).and_then(|x| u32::try_from(x).ok());
+        let started = std::time::Instant::now();
+        let built = match model.as_str() {
+            "gpt2" => {
+                let merges = gguf
+                    .opt_strings("tokenizer.ggml.merges")?
+                    .ok_or_else(|| no_tok("tokenizer.ggml.merges is missing"))?;
+                build_bpe(&tokens, &merges, &types, pre.as_deref())
+            }
+            "llama" => {
+                let scores = scores(gguf)?.ok_or_else(|| no_tok("tokenizer.ggml.scores is missing"))?;
+                if scores.len() != tokens.len() {
+                    return Err(no_tok("tokenizer.ggml.scores and tokenizer.ggml.tokens differ in length"));
+                }
+                super::tokenizer_spm::build_spm(&tokens, &scores, &types, id("tokenizer.ggml.unknown_token_id"))
+            }
+            _ => {
+                return Err(ModelError::Invalid {
+                    path: gguf.path.clone(),
+                    detail: format!("tokenizer.ggml.model = '{model}' is not supported (gpt2 byte-level BPE and llama SentencePiece BPE are)"),
+                })
+            }
+        };
+        let inner = built.map_err(|e| ModelError::Invalid {
+            path: gguf.path.clone(),
+            detail: format!("building the {model} tokenizer: {e}"),
+        })?;
+        let build_ms = started.elapsed().as_secs_f64() * 1e3;
+        tracing::info!(model = %model, build_ms, "tokenizer built");
         let info = TokenizerInfo {
+            build_ms,
             kind: model,
             pre,
             vocab_size: tokens.len(),
@@ -108,6 +127,7 @@ impl Tokenizer {
             detail: format!("cannot load tokenizer: {e}"),
         })?;
         let info = TokenizerInfo {
+            build_ms: 0.0,
             kind: "tokenizer.json".into(),
             pre: None,
             vocab_size: inner.get_vocab_size(true),
@@ -152,6 +172,26 @@ impl Tokenizer {
             detail: format!("{what}: {e}"),
         }
     }
+}
+
+/// `tokenizer.ggml.scores`, when present.
+fn scores(gguf: &Gguf) -> Result<Option<Vec<f32>>, ModelError> {
+    let Some(v) = gguf.get("tokenizer.ggml.scores") else {
+        return Ok(None);
+    };
+    let bad = || ModelError::Invalid {
+        path: gguf.path.clone(),
+        detail: "tokenizer.ggml.scores is not an array of floats".into(),
+    };
+    let arr = v.to_vec().map_err(|_| bad())?;
+    arr.iter()
+        .map(|x| {
+            x.to_f32()
+                .or_else(|_| x.to_f64().map(|f| f as f32))
+                .map_err(|_| bad())
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 /// Byte-level BPE from vocab, merges and token types, as llama.cpp tokenizes `gpt2` models.

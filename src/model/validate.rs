@@ -12,7 +12,7 @@ use std::ops::RangeInclusive;
 
 use candle_core::quantized::gguf_file::Value;
 
-use super::arch::LlamaConfig;
+use super::arch::{GemmaConfig, LlamaConfig, GEMMA3};
 use super::gguf::Gguf;
 use super::weights::Names;
 
@@ -46,6 +46,27 @@ pub(crate) fn llama_config(g: &Gguf, arch: &str) -> Result<LlamaConfig, Vec<Prob
         Ok(cfg)
     } else {
         Err(m.problems)
+    }
+}
+
+/// A Gemma 3 model's hyper-parameters when the file passes, else every problem found.
+pub(crate) fn gemma_config(g: &Gguf) -> Result<GemmaConfig, Vec<Problem>> {
+    let mut m = Meta {
+        g,
+        arch: GEMMA3,
+        problems: Vec::new(),
+    };
+    let Some(base) = m.hyper_parameters() else {
+        return Err(m.problems);
+    };
+    let cfg = m.gemma(base);
+    if let Some(cfg) = &cfg {
+        m.gemma_tensors(&cfg.base);
+        m.tokenizer(cfg.base.vocab as u64);
+    }
+    match cfg {
+        Some(cfg) if m.problems.is_empty() => Ok(cfg),
+        _ => Err(m.problems),
     }
 }
 
@@ -145,13 +166,20 @@ impl Meta<'_> {
                 &format!("a divisor of the {heads} attention heads"),
             );
         }
-        let head_dim = self.int(
-            &self.key("rope.dimension_count"),
-            2..=hidden,
-            Some(hidden / heads),
-        )?;
+        // Gemma's heads are wider than hidden / heads; the file says so in key_length.
+        let dim_key = if self.arch == GEMMA3 {
+            "attention.key_length"
+        } else {
+            "rope.dimension_count"
+        };
+        let widest = if self.arch == GEMMA3 {
+            MAX_HIDDEN
+        } else {
+            hidden
+        };
+        let head_dim = self.int(&self.key(dim_key), 2..=widest, Some(hidden / heads))?;
         if head_dim % 2 != 0 || (self.arch == "llama" && head_dim * heads != hidden) {
-            let key = self.key("rope.dimension_count");
+            let key = self.key(dim_key);
             self.problem(
                 format!("metadata key {key}"),
                 head_dim,
@@ -259,6 +287,85 @@ impl Meta<'_> {
                 for (part, width) in [("q", q), ("k", kv), ("v", kv)] {
                     self.shape(&n.layer(i, part, "bias"), &[width], false);
                 }
+            }
+        }
+    }
+
+    /// Gemma's additions to the llama-family metadata. llama.cpp writes no key for the layer
+    /// pattern, the local RoPE base or the score scale and uses 6, 10 000 and head_dim; so do we
+    /// when the keys are absent.
+    fn gemma(&mut self, base: LlamaConfig) -> Option<GemmaConfig> {
+        let window = self.int(&self.key("attention.sliding_window"), 1..=MAX_CONTEXT, None);
+        let pattern = self.int(
+            &self.key("attention.sliding_window_pattern"),
+            1..=MAX_LAYERS,
+            Some(6),
+        );
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let local = self.float(
+            &self.key("rope.freq_base_swa"),
+            10_000.0,
+            positive,
+            "a finite number above 0, such as 10000",
+        );
+        let scalar = self.float(
+            &self.key("attention.query_pre_attn_scalar"),
+            base.head_dim as f64,
+            positive,
+            "a finite number above 0, such as 256",
+        );
+        let cap = |m: &mut Self, k: &str| {
+            let key = m.key(k);
+            m.g.get(&key)?;
+            m.float(&key, 0.0, positive, "a finite number above 0, such as 30")
+        };
+        let final_softcap = cap(self, "final_logit_softcapping");
+        let attn_softcap = cap(self, "attn_logit_softcapping");
+        Some(GemmaConfig {
+            sliding_window: window? as usize,
+            global: super::arch::gemma_pattern(base.layers, pattern? as usize),
+            rope_local_theta: local?,
+            query_pre_attn_scalar: scalar?,
+            final_softcap,
+            attn_softcap,
+            base,
+        })
+    }
+
+    /// Every tensor a Gemma 3 layer needs, with its exact shape (13 per layer, tied head).
+    fn gemma_tensors(&mut self, cfg: &LlamaConfig) {
+        let present = self.highest_layer().map_or(0, |l| l + 1);
+        if present > cfg.layers || cfg.layers > self.g.content.tensor_infos.len() / 13 {
+            let key = self.key("block_count");
+            self.problem(
+                format!("metadata key {key}"),
+                cfg.layers,
+                &format!("{present}, the layers whose tensors the file holds"),
+            );
+            return;
+        }
+        let (h, f, v, d) = (cfg.hidden, cfg.ffn, cfg.vocab, cfg.head_dim);
+        let (q, kv) = (cfg.heads * d, cfg.kv_heads * d);
+        self.shape("token_embd.weight", &[v, h], true);
+        self.shape("output.weight", &[v, h], false);
+        self.shape("output_norm.weight", &[h], true);
+        for i in 0..cfg.layers {
+            for (part, dims) in [
+                ("attn_q", vec![q, h]),
+                ("attn_k", vec![kv, h]),
+                ("attn_v", vec![kv, h]),
+                ("attn_output", vec![h, q]),
+                ("attn_q_norm", vec![d]),
+                ("attn_k_norm", vec![d]),
+                ("ffn_gate", vec![f, h]),
+                ("ffn_up", vec![f, h]),
+                ("ffn_down", vec![h, f]),
+                ("attn_norm", vec![h]),
+                ("post_attention_norm", vec![h]),
+                ("ffn_norm", vec![h]),
+                ("post_ffw_norm", vec![h]),
+            ] {
+                self.shape(&format!("blk.{i}.{part}.weight"), &dims, true);
             }
         }
     }

@@ -67,6 +67,35 @@ pub(crate) fn text(r: &ModelReport) -> String {
             opt(r.rope_dim)
         ),
     );
+    if let Some(g) = &r.gemma {
+        let cap = |c: Option<f64>| c.map_or_else(|| "none".to_string(), |c| c.to_string());
+        let global: Vec<String> = g.global_layers.iter().map(|l| l.to_string()).collect();
+        line(
+            "attention",
+            format!(
+                "sliding window {} tokens, global layers {}; head dim {}, scores / sqrt({})",
+                g.sliding_window,
+                global.join(" "),
+                g.head_dim,
+                g.query_pre_attn_scalar
+            ),
+        );
+        line(
+            "rope bases",
+            format!(
+                "global {}, local {}",
+                g.rope_global_theta, g.rope_local_theta
+            ),
+        );
+        line(
+            "soft-capping",
+            format!(
+                "final logits {}, attention {}",
+                cap(g.final_softcap),
+                cap(g.attn_softcap)
+            ),
+        );
+    }
     line("vocab", opt(r.vocab_size));
     let pre = r
         .tokenizer_pre

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use candle_core::quantized::GgmlDType;
 use tokfire::config::{DeviceSpec, ModelConfig, WeightDType};
 use tokfire::engine::sampler::argmax;
-use tokfire::model::llama::{Llama, LogitRows, SeqInput};
+use tokfire::model::family::Model;
+use tokfire::model::llama::{LogitRows, SeqInput};
 use tokfire::model::synthetic::{self, Spec};
 use tokfire::model::{self, Loaded};
 
@@ -63,7 +64,7 @@ pub struct Trace {
 }
 
 /// Greedy generation of `n` tokens for one sequence alone.
-pub fn solo(model: &Llama, prompt: &[u32], n: usize) -> Trace {
+pub fn solo(model: &Model, prompt: &[u32], n: usize) -> Trace {
     batched(
         model,
         &[Plan {
@@ -86,7 +87,7 @@ pub struct Plan {
 }
 
 /// Greedy generation for several sequences sharing each forward step.
-pub fn batched(model: &Llama, plans: &[Plan], n: usize) -> Vec<Trace> {
+pub fn batched(model: &Model, plans: &[Plan], n: usize) -> Vec<Trace> {
     let mut caches: Vec<_> = plans
         .iter()
         .map(|p| model.new_cache(p.prompt.len() + n).unwrap())

@@ -1,0 +1,87 @@
+//! The model families the engine drives, behind one type: the engine, benches and tests call
+//! [`Model`] and never need to know which family is loaded.
+
+use candle_core::{Device, Tensor};
+
+use super::gemma::Gemma;
+use super::kv::{KvCache, KvShape};
+use super::llama::{Llama, SeqInput};
+use crate::error::EngineError;
+
+/// A loaded model of one of the supported families.
+pub enum Model {
+    /// llama, SmolLM2, qwen2.
+    Llama(Llama),
+    /// Gemma 3.
+    Gemma(Gemma),
+}
+
+impl Model {
+    /// One step over several sequences ([`Llama::forward`]): `inputs[i]` continues `caches[i]`;
+    /// returns the requested logit rows, `[rows, vocab]` f32, in input order.
+    pub fn forward(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
+        match self {
+            Self::Llama(m) => m.forward(inputs, caches),
+            Self::Gemma(m) => m.forward(inputs, caches),
+        }
+    }
+
+    /// A fresh cache with room for `capacity` tokens.
+    pub fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
+        match self {
+            Self::Llama(m) => m.new_cache(capacity),
+            Self::Gemma(m) => m.new_cache(capacity),
+        }
+    }
+
+    /// The shape of a KV cache for this model.
+    pub fn kv_shape(&self) -> KvShape {
+        match self {
+            Self::Llama(m) => m.kv_shape(),
+            Self::Gemma(m) => m.kv_shape(),
+        }
+    }
+
+    /// Storage of the first layer's Q projection and of the head, for reports.
+    pub fn storage(&self) -> (String, String) {
+        match self {
+            Self::Llama(m) => m.storage(),
+            Self::Gemma(m) => m.storage(),
+        }
+    }
+
+    pub fn device(&self) -> &Device {
+        match self {
+            Self::Llama(m) => m.device(),
+            Self::Gemma(m) => m.device(),
+        }
+    }
+
+    /// The architecture name (`llama`, `qwen2`, `gemma3`).
+    pub fn arch(&self) -> &str {
+        match self {
+            Self::Llama(m) => &m.cfg.arch,
+            Self::Gemma(m) => &m.cfg.base.arch,
+        }
+    }
+
+    /// The llama-family model, when that is what is loaded.
+    pub fn as_llama(&self) -> Option<&Llama> {
+        match self {
+            Self::Llama(m) => Some(m),
+            Self::Gemma(_) => None,
+        }
+    }
+
+    /// The Gemma model, when that is what is loaded.
+    pub fn as_gemma(&self) -> Option<&Gemma> {
+        match self {
+            Self::Gemma(m) => Some(m),
+            Self::Llama(_) => None,
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! Gemma 3 on the llama family's varlen batched step ([`super::llama`]): the same step plan, KV
+//! caches, fused projections and CPU attention block, with what Gemma changes. Embeddings are
+//! scaled by sqrt(hidden); every RMSNorm multiplies by `1 + w` (GGUF converters store `1 + w`
+//! already, so only the safetensors path adds 1 at load); each layer has four norms (input,
+//! post-attention, pre- and post-feed-forward) and per-head RMSNorms on q and k before RoPE;
+//! the MLP is GELU (tanh) gated; scores are divided by sqrt(`query_pre_attn_scalar`); local
+//! layers see only the last `sliding_window` keys and use their own RoPE base; the head is tied
+//! to the embedding; final logits are soft-capped when the model says so.
+//!
+//! KV cache: every layer keeps all its keys, the sliding-window layers too; their attention
+//! reads only the last `window` of them. A ring buffer would bound the local layers' memory,
+//! but the cache is one layout for every layer and family, rollback (`truncate`, speculative
+//! decoding) needs the keys a ring would already have overwritten, and at this size a token
+//! costs 2 KiB per layer. Runs on the CPU only (the candle-op attention has no window yet).
+
+use std::sync::Arc;
+
+use candle_core::{DType, Device, Tensor};
+
+use super::arch::GemmaConfig;
+use super::attention::{Dims, Scoring};
+use super::kv::{KvCache, KvShape};
+use super::linear::Linear;
+use super::llama::{rope_tables, CpuAttention, SeqInput, StepPlan, MAX_ROPE_POSITIONS};
+use super::projections::{with_f32, Act, GateUp, Qkv};
+use super::weights::{Names, WeightSource};
+use crate::config::WeightDType;
+use crate::error::{EngineError, ModelError};
+use crate::kernels::QMatrix;
+
+/// The token embedding: dense f32 rows, or (tied head on our kernels) the head's own quantized
+/// blocks, dequantized row by row at lookup. Gemma's 262 144 × 640 table is 671 MB as f32 and
+/// 178 MB as the file's Q8_0, which the head holds anyway.
+enum Embedding {
+    Dense(Tensor),
+    Rows(Arc<QMatrix>),
+}
+
+impl Embedding {
+    /// Rows `ids`, `[ids, hidden]` f32.
+    fn lookup(&self, ids: &[u32], device: &Device) -> Result<Tensor, EngineError> {
+        match self {
+            Self::Dense(t) => {
+                let ids = Tensor::new(ids, device)?;
+                Ok(t.index_select(&ids, 0)?.to_dtype(DType::F32)?)
+            }
+            Self::Rows(m) => {
+                let (k, q) = (m.k(), m.qtype());
+                let row_bytes = k / q.block_len() * q.block_bytes();
+                let mut out = vec![0f32; ids.len() * k];
+                for (&id, dst) in ids.iter().zip(out.chunks_exact_mut(k)) {
+                    let id = id as usize;
+                    if id >= m.n() {
+                        return Err(EngineError::Invalid(format!(
+                            "token id {id} is outside the vocabulary of {}",
+                            m.n()
+                        )));
+                    }
+                    let row = &m.bytes()[id * row_bytes..(id + 1) * row_bytes];
+                    crate::kernels::blocks::dequantize_row(q, row, dst);
+                }
+                Ok(Tensor::from_vec(out, (ids.len(), k), device)?)
+            }
+        }
+    }
+}
+
+struct Layer {
+    attn_norm: Tensor,
+    qkv: Qkv,
+    q_norm: Vec<f32>,
+    k_norm: Vec<f32>,
+    o: Linear,
+    post_attn_norm: Tensor,
+    ffn_norm: Tensor,
+    gate_up: GateUp,
+    down: Linear,
+    post_ffn_norm: Tensor,
+}
+
+/// A loaded Gemma 3 model.
+pub struct Gemma {
+    pub cfg: GemmaConfig,
+    embed: Embedding,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    head: Linear,
+    /// RoPE tables of the global layers (`rope_theta`) and of the local ones.
+    global_rope: (Tensor, Tensor),
+    local_rope: (Tensor, Tensor),
+    device: Device,
+}
+
+/// The file name of a layer's `part` in each format.
+fn layer_name(names: &Names, i: usize, part: &str) -> String {
+    let (gguf, hf) = match part {
+        "q" => ("attn_q", "self_attn.q_proj"),
+        "k" => ("attn_k", "self_attn.k_proj"),
+        "v" => ("attn_v", "self_attn.v_proj"),
+        "o" => ("attn_output", "self_attn.o_proj"),
+        "q_norm" => ("attn_q_norm", "self_attn.q_norm"),
+        "k_norm" => ("attn_k_norm", "self_attn.k_norm"),
+        "gate" => ("ffn_gate", "mlp.gate_proj"),
+        "up" => ("ffn_up", "mlp.up_proj"),
+        "down" => ("ffn_down", "mlp.down_proj"),
+        "attn_norm" => ("attn_norm", "input_layernorm"),
+        "post_attn_norm" => ("post_attention_norm", "post_attention_layernorm"),
+        "ffn_norm" => ("ffn_norm", "pre_feedforward_layernorm"),
+        "post_ffn_norm" => ("post_ffw_norm", "post_feedforward_layernorm"),
+        _ => unreachable!("unknown Gemma layer part {part}; this is a bug"),
+    };
+    match names {
+        Names::Gguf => format!("blk.{i}.{gguf}.weight"),
+        Names::Hf => format!("model.layers.{i}.{hf}.weight"),
+    }
+}
+
+impl Gemma {
+    /// Builds the model from `src`, storing matrices as `dtype` asks.
+    pub fn load(
+        cfg: GemmaConfig,
+        src: &mut dyn WeightSource,
+        dtype: WeightDType,
+    ) -> Result<Self, ModelError> {
+        let device = src.device().clone();
+        if !device.is_cpu() {
+            return Err(ModelError::Invalid {
+                path: "--device".into(),
+                detail: "Gemma 3 runs on the CPU only for now; use --device cpu".into(),
+            });
+        }
+        let names = src.names();
+        // Hugging Face stores w for a norm computing x·(1 + w); GGUF stores 1 + w.
+        let offset = match names {
+            Names::Gguf => 0.0,
+            Names::Hf => 1.0,
+        };
+        let norm = |src: &mut dyn WeightSource, name: &str| -> Result<Tensor, ModelError> {
+            let w = src.dense(name)?;
+            (w + offset).map_err(ModelError::candle(format!("offsetting {name}")))
+        };
+        let (embed, head) = if src.has(names.head()) {
+            let embed = Embedding::Dense(src.dense(names.embed())?);
+            (embed, src.linear(names.head(), dtype)?)
+        } else {
+            let head = src.linear(names.embed(), dtype)?;
+            let embed = match head.kernel_matrix() {
+                Some(m) => Embedding::Rows(m.clone()),
+                None => Embedding::Dense(src.dense(names.embed())?),
+            };
+            (embed, head)
+        };
+        let final_norm = norm(src, names.norm())?;
+        let mut layers = Vec::with_capacity(cfg.base.layers);
+        for i in 0..cfg.base.layers {
+            let n = |part: &str| layer_name(&names, i, part);
+            let fused = |e| ModelError::candle(format!("stacking layer {i}'s projections"))(e);
+            let (q, k, v) = (
+                src.linear(&n("q"), dtype)?,
+                src.linear(&n("k"), dtype)?,
+                src.linear(&n("v"), dtype)?,
+            );
+            let (gate, up) = (src.linear(&n("gate"), dtype)?, src.linear(&n("up"), dtype)?);
+            let vec = |t: Tensor, name: String| {
+                t.to_vec1::<f32>()
+                    .map_err(ModelError::candle(format!("reading {name}")))
+            };
+            let q_norm = vec(norm(src, &n("q_norm"))?, n("q_norm"))?;
+            let k_norm = vec(norm(src, &n("k_norm"))?, n("k_norm"))?;
+            layers.push(Layer {
+                attn_norm: norm(src, &n("attn_norm"))?,
+                qkv: Qkv::new(q, k, v).map_err(fused)?,
+                q_norm,
+                k_norm,
+                o: src.linear(&n("o"), dtype)?,
+                post_attn_norm: norm(src, &n("post_attn_norm"))?,
+                ffn_norm: norm(src, &n("ffn_norm"))?,
+                gate_up: GateUp::new(gate, up).map_err(fused)?,
+                down: src.linear(&n("down"), dtype)?,
+                post_ffn_norm: norm(src, &n("post_ffn_norm"))?,
+            });
+        }
+        let b = &cfg.base;
+        let positions = b.context_length.clamp(1, MAX_ROPE_POSITIONS);
+        let rope = |theta| {
+            rope_tables(b.head_dim, theta, positions, &device)
+                .map_err(ModelError::candle("building RoPE tables"))
+        };
+        let global_rope = rope(b.rope_theta)?;
+        let local_rope = rope(cfg.rope_local_theta)?;
+        Ok(Self {
+            embed,
+            layers,
+            norm: final_norm,
+            head,
+            global_rope,
+            local_rope,
+            device,
+            cfg,
+        })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The shape of a KV cache for this model.
+    pub fn kv_shape(&self) -> KvShape {
+        let b = &self.cfg.base;
+        KvShape {
+            layers: b.layers,
+            kv_heads: b.kv_heads,
+            head_dim: b.head_dim,
+            max_positions: self
+                .global_rope
+                .0
+                .dim(0)
+                .expect("cos table is 2-D; this is a bug"),
+        }
+    }
+
+    /// A fresh cache with room for `capacity` tokens.
+    pub fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
+        KvCache::new(self.kv_shape(), capacity, &self.device)
+    }
+
+    /// Storage of the first layer's Q projection and of the head, for reports.
+    pub fn storage(&self) -> (String, String) {
+        let first = self
+            .layers
+            .first()
+            .map(|l| l.qkv.q_storage())
+            .unwrap_or_default();
+        (first, self.head.storage())
+    }
+
+    /// One step over several sequences, as [`super::llama::Llama::forward`].
+    pub fn forward(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
+        crate::kernels::pool::install(|| self.forward_here(inputs, caches))
+    }
+
+    fn forward_here(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
+        let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
+        let plan = StepPlan::new(inputs, caches)?;
+        for (cache, input) in caches.iter_mut().zip(inputs) {
+            cache.reserve(input.tokens.len())?;
+        }
+        let b = &self.cfg.base;
+        let eps = b.rms_eps as f32;
+        let rms = |x: &Tensor, w: &Tensor| candle_nn::ops::rms_norm(x, w, eps);
+        let x = self.embed.lookup(&plan.tokens, &self.device)?;
+        let mut x = (x * (b.hidden as f64).sqrt())?;
+        for (l, layer) in self.layers.iter().enumerate() {
+            let h = rms(&x, &layer.attn_norm)?;
+            let qkv = self.qk_norm(layer, &layer.qkv.forward(&h)?)?;
+            let attn = self.attention(l).run(l, &qkv, &plan, caches)?;
+            x = (x + rms(&layer.o.forward(&attn)?, &layer.post_attn_norm)?)?;
+            let h = rms(&x, &layer.ffn_norm)?;
+            let m = layer
+                .down
+                .forward(&layer.gate_up.forward_act(&h, Act::GeluTanh)?)?;
+            x = (x + rms(&m, &layer.post_ffn_norm)?)?;
+        }
+        for (cache, input) in caches.iter_mut().zip(inputs) {
+            cache.advance(input.tokens.len());
+        }
+        let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
+        let x = rms(&x.index_select(&rows, 0)?, &self.norm)?;
+        let logits = self.head.forward(&x)?;
+        Ok(match self.cfg.final_softcap {
+            Some(cap) => ((logits / cap)?.tanh()? * cap)?,
+            None => logits,
+        })
+    }
+
+    /// Layer `l`'s attention block: local or global scoring and RoPE table.
+    fn attention(&self, l: usize) -> CpuAttention<'_> {
+        let (c, b) = (&self.cfg, &self.cfg.base);
+        let local = c.is_local(l);
+        let (cos, sin) = if local {
+            &self.local_rope
+        } else {
+            &self.global_rope
+        };
+        CpuAttention {
+            dims: Dims {
+                heads: b.heads,
+                kv_heads: b.kv_heads,
+                head_dim: b.head_dim,
+                interleaved: false,
+            },
+            scoring: Scoring {
+                divisor: c.query_pre_attn_scalar.sqrt() as f32,
+                window: local.then_some(c.sliding_window),
+                softcap: c.attn_softcap.map(|x| x as f32),
+            },
+            cos,
+            sin,
+            device: &self.device,
+        }
+    }
+
+    /// RMSNorm of every q and k head of the stacked `[T, q + k + v]` projection, in place.
+    fn qk_norm(&self, layer: &Layer, qkv: &Tensor) -> Result<Tensor, EngineError> {
+        let b = &self.cfg.base;
+        let (hd, eps) = (b.head_dim, b.rms_eps as f32);
+        let (t, w) = qkv.dims2()?;
+        let mut data = with_f32(qkv, <[f32]>::to_vec)?;
+        for row in data.chunks_exact_mut(w) {
+            let (q, rest) = row.split_at_mut(b.heads * hd);
+            for head in q.chunks_exact_mut(hd) {
+                rms_norm_in_place(head, &layer.q_norm, eps);
+            }
+            for head in rest[..b.kv_heads * hd].chunks_exact_mut(hd) {
+                rms_norm_in_place(head, &layer.k_norm, eps);
+            }
+        }
+        Ok(Tensor::from_vec(data, (t, w), &self.device)?)
+    }
+}
+
+/// `x / sqrt(mean(x²) + eps) · w`, as candle's `rms_norm` computes it.
+fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
+    let mean = x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32;
+    let inv = 1.0 / (mean + eps).sqrt();
+    for (v, &w) in x.iter_mut().zip(w) {
+        *v = *v * inv * w;
+    }
+}

@@ -2,6 +2,8 @@
 //! model — warm-up and measured rounds per level, jobs as closed-loop clients of one shared
 //! engine, raw samples into the record after every round.
 
+pub mod cold;
+pub mod cold_child;
 pub mod error;
 pub mod progress;
 pub mod round;

@@ -59,6 +59,7 @@ pub fn run(
         energy_na: None,
         levels: Vec::new(),
         summary: None,
+        cold: None,
     };
     writer.save(&record)?;
     let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {
@@ -231,7 +232,7 @@ fn write_trace(path: &std::path::Path, trace: &Trace) -> Result<(), BenchError> 
     })
 }
 
-fn weight_files(path: &ModelPath) -> Vec<std::path::PathBuf> {
+pub(crate) fn weight_files(path: &ModelPath) -> Vec<std::path::PathBuf> {
     match path {
         ModelPath::Gguf(p) => vec![p.clone()],
         ModelPath::Safetensors(dir) => {

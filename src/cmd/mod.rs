@@ -1,6 +1,7 @@
 //! Verb dispatch: turns clap arguments into validated configs and calls the verb's module.
 
 mod bench;
+mod cold;
 mod generate;
 mod inspect;
 mod report;
@@ -20,7 +21,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => bench::run("run", &args.bench, vec![args.jobs]),
         Command::Sweep(args) => bench::run("sweep", &args.bench, args.jobs),
         Command::Ab(_) => pending("ab"),
-        Command::Cold(_) => pending("cold"),
+        Command::Cold(args) => cold::run(args),
+        Command::ColdChild(args) => cold::child(args),
         Command::Session(_) => pending("session"),
         Command::Compare(_) => pending("compare"),
         Command::Report(args) => report::run(args),

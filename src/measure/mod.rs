@@ -4,6 +4,7 @@
 pub mod clocks;
 pub mod energy;
 pub mod memory;
+pub mod monotonic;
 pub mod pagecache;
 pub mod provenance;
 pub mod stats;

@@ -4,6 +4,7 @@
 //! by the same code that prints the sheet). `bench` writes records; `report` (and everything that
 //! compares runs) only reads them, through [`io`].
 
+pub mod cold;
 pub mod io;
 pub mod summary;
 pub mod verdict;
@@ -86,6 +87,9 @@ pub struct RunRecord {
     /// in version 1 files; readers derive it then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<summary::RunSummary>,
+    /// `tokfire cold`: every start with its page-cache state and clocks (absent in other runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<cold::ColdRecord>,
 }
 
 impl RunRecord {

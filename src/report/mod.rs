@@ -2,6 +2,7 @@
 //! they never measure.
 
 pub mod clocks;
+pub mod cold;
 pub mod columns;
 pub mod html;
 pub mod inspect;

@@ -99,8 +99,9 @@ pub enum Command {
     #[command(mut_arg("warmup", |a| a.help("Warm-up rounds per arm, kept apart from the statistics")))]
     #[command(after_help = "Example: tokfire ab --vary threads=1,2 --expect decode   (--help: keys, metrics, verdict)", after_long_help = crate::bench::ab::help())]
     Ab(AbArgs),
-    /// Cold starts in fresh processes (not yet available).
-    Cold(Pending),
+    /// Cold starts in fresh processes: page cache evicted, clocks from exec to the last token.
+    #[command(after_help = "Example: tokfire cold --repeat 5   (--help: every clock defined)", after_long_help = crate::report::cold::help())]
+    Cold(ColdArgs),
     /// A scripted session with idle gaps and model swaps (not yet available).
     Session(Pending),
     /// Compare two saved runs (before/after an upgrade): the sheet side by side, ratios, verdict.
@@ -113,6 +114,9 @@ pub enum Command {
     /// Re-render saved runs from a results file: text, Markdown, CSV, JSON or an HTML page.
     #[command(after_help = REPORT_HELP)]
     Report(ReportArgs),
+    /// One start of `cold`, run by `cold` itself in a fresh process (prints its clocks as JSON).
+    #[command(name = "cold-child", hide = true)]
+    ColdChild(ColdChildArgs),
 }
 
 /// Arguments of verbs that are not built yet; accepted so the verb can say so.
@@ -406,4 +410,50 @@ pub struct RerunArgs {
     /// Notes for the new run (repeatable); the stored run's notes are kept otherwise.
     #[arg(long, value_name = "TEXT")]
     pub note: Vec<String>,
+#[derive(Debug, Args)]
+pub struct ColdArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+    /// Cold starts (the same number of warm starts is interleaved: cold, warm, cold, …).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Workload whose task every start runs: a built-in name or a workload .toml file.
+    #[arg(long, short = 'w', default_value = "chat")]
+    pub workload: String,
+    /// The task of the workload (default: its first task).
+    #[arg(long, conflicts_with = "prompt")]
+    pub task: Option<String>,
+    /// Raw prompt text instead of a workload task (no chat template).
+    #[arg(long, short = 'p')]
+    pub prompt: Option<String>,
+    /// Output limit of each start [default: the task's own; 32 with --prompt].
+    #[arg(long, short = 'n')]
+    pub max_tokens: Option<usize>,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// A start still running after SECONDS is killed and recorded as a failed start.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
+    pub timeout: f64,
+    /// Also drop the whole page cache (writes 1 to /proc/sys/vm/drop_caches) before each cold
+    /// start; root only.
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Results file the run is appended to [default: OUT_DIR/cold-TASK.json].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Folder of the default results file (and its .txt log).
+    #[arg(long, env = "TOKFIRE_OUT", default_value = "results")]
+    pub out_dir: PathBuf,
+    /// What stdout shows.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ColdChildArgs {
+    /// The start to run, as JSON.
+    #[arg(long)]
+    pub spec: String,
 }

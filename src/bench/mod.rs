@@ -5,6 +5,8 @@
 pub mod ab;
 pub(crate) mod error;
 pub(crate) mod progress;
+pub mod cold;
+pub mod cold_child;
 pub mod round;
 pub(crate) mod samples;
 pub(crate) mod sweep;

@@ -60,6 +60,7 @@ pub(crate) fn run(
         levels: Vec::new(),
         summary: None,
         ab: None,
+        cold: None,
     };
     writer.save(&record)?;
     let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {
@@ -232,7 +233,7 @@ fn write_trace(path: &std::path::Path, trace: &Trace) -> Result<(), BenchError> 
     })
 }
 
-fn weight_files(path: &ModelPath) -> Vec<std::path::PathBuf> {
+pub(crate) fn weight_files(path: &ModelPath) -> Vec<std::path::PathBuf> {
     match path {
         ModelPath::Gguf(p) => vec![p.clone()],
         ModelPath::Safetensors(dir) => {

@@ -3,6 +3,7 @@
 mod ab;
 mod bench;
 mod compare;
+mod cold;
 mod generate;
 mod inspect;
 mod report;
@@ -23,7 +24,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => bench::run("run", &args.bench, vec![args.jobs]),
         Command::Sweep(args) => bench::run("sweep", &args.bench, args.jobs),
         Command::Ab(args) => ab::run(args),
-        Command::Cold(_) => pending("cold"),
+        Command::Cold(args) => cold::run(args),
+        Command::ColdChild(args) => cold::child(args),
         Command::Session(_) => pending("session"),
         Command::Compare(args) => compare::run(args),
         Command::Rerun(args) => rerun::run(args),

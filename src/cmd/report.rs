@@ -12,11 +12,18 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     let out = match args.format {
         // One CSV header over the rows of every run selected.
         Format::Csv => {
-            let rows: String = runs
+            let (cold, bench): (Vec<&crate::record::RunRecord>, Vec<_>) =
+                runs.iter().copied().partition(|r| r.cold.is_some());
+            let rows: String = bench
                 .iter()
                 .map(|r| text::csv_rows(r, &r.summary().levels))
                 .collect();
-            text::csv_header() + &rows
+            let cold: String = cold.iter().map(|r| text::render(r, Format::Csv)).collect();
+            match (bench.is_empty(), cold.is_empty()) {
+                (true, false) => cold,
+                (false, false) => text::csv_header() + &rows + &cold,
+                _ => text::csv_header() + &rows,
+            }
         }
         Format::Json | Format::JsonFull if args.all => {
             let all: Vec<String> = runs

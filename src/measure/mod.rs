@@ -7,4 +7,5 @@ pub(crate) mod memory;
 pub(crate) mod pagecache;
 pub(crate) mod provenance;
 pub mod sentinel;
+pub mod monotonic;
 pub mod stats;

@@ -1,6 +1,8 @@
 //! Whether a file's pages are in the OS page cache before it is loaded (the load clock differs by
-//! an order of magnitude between a disk-cold and a cache-warm file). Uses `mmap` + `mincore` on
-//! Unix; elsewhere the state is unknown.
+//! an order of magnitude between a disk-cold and a cache-warm file), and making them leave or
+//! enter it: [`evict`] (`posix_fadvise(POSIX_FADV_DONTNEED)` per file), [`drop_caches`] (the
+//! whole page cache, root only) and [`touch`] (read every byte). Uses `mmap` + `mincore` on
+//! Unix; elsewhere the state is unknown and eviction is refused.
 
 use std::path::Path;
 
@@ -101,6 +103,72 @@ fn file_residency(_path: &Path) -> Option<Residency> {
     None
 }
 
+/// Asks the kernel to drop the cached pages of every file in `files`
+/// (`posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` after `fdatasync`). Pages that are mapped by a
+/// running process, dirty, or on a file system without a page cache (tmpfs) stay: check with
+/// [`residency`] afterwards.
+#[cfg(unix)]
+pub fn evict(files: &[&Path]) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    for f in files {
+        let file = std::fs::File::open(f)?;
+        // Dirty pages cannot be dropped; flush them first (a no-op for a file only read).
+        let _ = file.sync_data();
+        // SAFETY: a valid open descriptor; offset 0 and length 0 mean the whole file.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(rc));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+pub fn evict(_files: &[&Path]) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "page-cache eviction needs posix_fadvise (Unix)",
+    ))
+}
+
+/// Where the kernel's whole-cache drop is requested.
+pub const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
+
+/// Whether this process runs as root (the only user allowed to write [`DROP_CACHES`]).
+pub fn is_root() -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        unsafe { libc::geteuid() == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
+
+/// Syncs, then writes `1` to [`DROP_CACHES`]: the kernel drops every clean page-cache page of
+/// the machine (not only the model's). Root only.
+pub fn drop_caches() -> std::io::Result<()> {
+    #[cfg(unix)]
+    // SAFETY: sync has no preconditions.
+    unsafe {
+        libc::sync()
+    };
+    std::fs::write(DROP_CACHES, "1")
+}
+
+/// Reads every byte of `files` so their pages are in the page cache (a warm start's setup).
+pub fn touch(files: &[&Path]) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut buf = vec![0u8; 1 << 20];
+    for f in files {
+        let mut file = std::fs::File::open(f)?;
+        while file.read(&mut buf)? > 0 {}
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +187,27 @@ mod tests {
         );
         assert_eq!(r.label(), "page-cache warm");
         assert!(residency(&[Path::new("/nonexistent/x")]).is_none());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn eviction_drops_residency_on_a_disk_file_and_touch_restores_it() {
+        // Under the build folder: a real disk file system (a tmpfs /tmp keeps every page).
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).expect("tempdir");
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![7u8; 64 * 4096]).expect("write");
+        let files = [p.as_path()];
+        evict(&files).expect("fadvise works");
+        let after = residency(&files).expect("mincore works");
+        assert!(
+            after.fraction() < 0.5,
+            "DONTNEED on a synced, unmapped file drops its pages: {after:?}"
+        );
+        touch(&files).expect("read");
+        assert_eq!(
+            residency(&files).expect("mincore").label(),
+            "page-cache warm"
+        );
     }
 
     #[test]

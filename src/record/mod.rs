@@ -8,6 +8,7 @@ pub mod ab;
 pub mod arms;
 pub mod diff;
 pub(crate) mod io;
+pub mod cold;
 pub mod summary;
 pub(crate) mod verdict;
 
@@ -92,6 +93,9 @@ pub struct RunRecord {
     /// Set when the run is one arm of a `tokfire ab`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ab: Option<arms::AbArm>,
+    /// `tokfire cold`: every start with its page-cache state and clocks (absent in other runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<cold::ColdRecord>,
 }
 
 impl RunRecord {

@@ -4,6 +4,7 @@
 pub mod ab;
 pub(crate) mod clocks;
 pub(crate) mod columns;
+pub mod cold;
 pub mod html;
 pub(crate) mod inspect;
 pub(crate) mod summary;

@@ -240,6 +240,9 @@ pub(crate) fn json_summary(run: &RunRecord, d: &RunSummary) -> String {
 
 /// The full stdout rendering in `format`.
 pub fn render(run: &RunRecord, format: Format) -> String {
+    if run.cold.is_some() {
+        return super::cold::render(run, format);
+    }
     let d = run.summary();
     match format {
         Format::Json => json_summary(run, &d) + "\n",

@@ -1,0 +1,86 @@
+//! One start of `tokfire cold`, inside the fresh child process: load the model, one warm-up
+//! forward (a single token, as llama.cpp's warm-up run does), then the task's prompt to its last
+//! token, each phase stamped on the system-wide monotonic clock so the parent can put them on the
+//! time line that began when it started this process. The report goes to stdout as JSON.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::error::BenchError;
+use crate::config::{ModelConfig, RuntimeConfig, SamplingConfig};
+use crate::engine::generate::{generate, GenerateParams};
+use crate::error::EngineError;
+use crate::measure::{memory, monotonic};
+use crate::model::llama::{LogitRows, SeqInput};
+use crate::record::cold::ChildReport;
+use crate::workload::Prompt;
+
+/// What the parent asks one child to do (passed as JSON on its command line).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChildSpec {
+    pub model: ModelConfig,
+    pub runtime: RuntimeConfig,
+    pub prompt: Prompt,
+    /// Output limit, tokens.
+    pub max_tokens: usize,
+    pub sampling: SamplingConfig,
+}
+
+/// Runs one start; `main_ns` is the moment `main` began (taken by the caller, first thing).
+pub fn run(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
+    spec.runtime.apply(spec.model.device)?;
+    let loaded = crate::model::load(&spec.model)?;
+    let loaded_ns = monotonic::now_ns();
+    let text = super::round::render(&loaded, &spec.prompt)?;
+    let ids = loaded.tokenizer.encode(&text)?;
+    let first = *ids.first().ok_or_else(|| {
+        EngineError::Invalid("the prompt encodes to no tokens; give a non-empty prompt".into())
+    })?;
+    warm_up(&loaded.model, first)?;
+    let warm_ns = monotonic::now_ns();
+    let params = GenerateParams {
+        max_new: spec.max_tokens,
+        sampling: spec.sampling.clone(),
+        stop: loaded.tokenizer.info.eos_id.into_iter().collect(),
+    };
+    let mut first_token_ns = None;
+    let mut last_token_ns = 0;
+    let g = generate(&loaded.model, &ids, &params, |_| {
+        let now = monotonic::now_ns();
+        first_token_ns.get_or_insert(now);
+        last_token_ns = now;
+    })?;
+    // A start that stopped at once (stop token first) has its first token at the end.
+    let end = monotonic::now_ns();
+    let first_token_ns = first_token_ns.unwrap_or(end);
+    let last_token_ns = if last_token_ns == 0 {
+        end
+    } else {
+        last_token_ns
+    };
+    Ok(ChildReport {
+        main_ns,
+        loaded_ns,
+        warm_ns,
+        first_token_ns,
+        last_token_ns,
+        read_bytes: memory::disk_read_bytes(),
+        peak_rss_bytes: memory::peak_rss_bytes(),
+        prompt_tokens: ids.len(),
+        output_tokens: g.tokens.len(),
+        output: loaded.tokenizer.decode(&g.tokens)?,
+    })
+}
+
+/// One forward of one token on a scratch cache, waited for (its logits copied to the host).
+fn warm_up(model: &crate::model::llama::Llama, token: u32) -> Result<(), EngineError> {
+    let mut cache = model.new_cache(1)?;
+    let logits = model.forward(
+        &[SeqInput {
+            tokens: &[token],
+            logits: LogitRows::Last,
+        }],
+        &mut [&mut cache],
+    )?;
+    logits.flatten_all()?.to_vec1::<f32>()?;
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! `tokfire cold` end to end on a tiny synthetic model written under the build folder (a disk
+//! file system: a tmpfs keeps every page, so eviction could not take there): eviction measurably
+//! drops residency, every clock is present and in order, a killed start is a failed start kept in
+//! the record, `--drop-caches` without root is a clear error, `report` re-renders the run.
+
+use std::path::{Path, PathBuf};
+
+use tokfire::record::cold::{Counted, StartKind};
+use tokfire::record::{ResultsFile, RunStatus};
+
+#[path = "support/bench.rs"]
+mod support;
+use support::{read, tiny, tokfire};
+
+fn disk_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn cold_args<'a>(model: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "cold",
+        "--model",
+        model,
+        "--prompt",
+        "once upon",
+        "-n",
+        "3",
+        "--threads",
+        "1",
+        "--out",
+        out,
+    ]
+}
+
+fn run_cold(dir: &Path, extra: &[&str]) -> (std::process::Output, PathBuf) {
+    let m = tiny(dir);
+    let out = dir.join("cold.json");
+    let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
+    a.extend(extra);
+    let res = tokfire().args(&a).output().unwrap();
+    (res, out)
+}
+
+#[test]
+fn cold_starts_evict_and_time_every_clock() {
+    let dir = disk_dir();
+    let (res, out) = run_cold(dir.path(), &["--repeat", "2"]);
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    for want in [
+        "cold median",
+        "warm slowest",
+        "first token",
+        "read (median)",
+        "counted: 2 cold, 2 warm",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    let file: ResultsFile = read(&out);
+    let run = &file.runs[0];
+    assert_eq!(run.status, RunStatus::Complete);
+    assert_eq!(run.config.verb, "cold");
+    let cold = run.cold.as_ref().expect("a cold record");
+    assert_eq!(cold.starts.len(), 4);
+    let kinds: Vec<StartKind> = cold.starts.iter().map(|s| s.kind).collect();
+    use StartKind::{Cold, Warm};
+    assert_eq!(kinds, [Cold, Warm, Cold, Warm], "interleaved");
+    for s in &cold.starts {
+        let c = s.clocks.expect("every clock of a finished start");
+        let seq = [
+            c.main_s,
+            c.loaded_s,
+            c.warm_s,
+            c.first_token_s,
+            c.last_token_s,
+            s.exit_s,
+        ];
+        assert!(
+            seq.windows(2).all(|w| w[0] <= w[1]) && seq[0] > 0.0,
+            "{seq:?}"
+        );
+        assert!(s.output_tokens >= 1 && s.read_bytes.is_some());
+        match s.kind {
+            Cold => {
+                let e = s
+                    .eviction
+                    .as_ref()
+                    .expect("cold starts record the eviction");
+                let (before, after) = (e.before.unwrap(), e.after.unwrap());
+                assert!(
+                    before.fraction() > after.fraction() && after.fraction() <= 0.05,
+                    "eviction drops residency: {before:?} → {after:?}"
+                );
+                assert_eq!(s.counted, Counted::Cold);
+                assert!(
+                    s.read_bytes.unwrap() > 0,
+                    "a cold child reads the file from disk"
+                );
+            }
+            Warm => {
+                assert!(s.eviction.is_none());
+                assert_eq!(s.residency.unwrap().label(), "page-cache warm");
+                assert_eq!(s.counted, Counted::Warm);
+            }
+        }
+    }
+    let again = tokfire()
+        .args(["report", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        text.contains("tokfire cold") && text.contains("cold median"),
+        "{text}"
+    );
+    let csv = tokfire()
+        .args(["report", out.to_str().unwrap(), "--format", "csv"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&csv.stdout).lines().count(),
+        5,
+        "a header and 4 starts"
+    );
+}
+
+#[test]
+fn a_killed_start_is_a_failed_start_kept_in_the_record() {
+    let dir = disk_dir();
+    let (res, out) = run_cold(dir.path(), &["--repeat", "1", "--timeout", "0.001"]);
+    assert_eq!(res.status.code(), Some(1), "failed starts fail the run");
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(stderr.contains("2 of 2 starts failed"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        stdout.contains("FAILED") && stdout.contains("hung: still running after --timeout"),
+        "{stdout}"
+    );
+    let run = &read(&out).runs[0];
+    let cold = run.cold.as_ref().unwrap();
+    assert_eq!(cold.starts.len(), 2);
+    assert!(cold
+        .starts
+        .iter()
+        .all(|s| s.counted == Counted::Failed && s.clocks.is_none()));
+}
+
+#[test]
+fn bad_flags_are_clear_errors() {
+    let dir = disk_dir();
+    let (res, _) = run_cold(dir.path(), &["--repeat", "0"]);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--repeat 0: at least 1 cold start"));
+    let (res, _) = run_cold(dir.path(), &["--timeout", "0"]);
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--timeout"));
+}
+
+#[cfg(unix)]
+#[test]
+fn drop_caches_without_root_is_a_clear_error() {
+    let dir = disk_dir();
+    let m = tiny(dir.path());
+    let out = dir.path().join("c.json");
+    let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
+    a.push("--drop-caches");
+    // As root, run the binary as `nobody` (setpriv) so the check meets a user without the right.
+    let root = unsafe { libc::geteuid() } == 0;
+    let bin = assert_cmd::cargo::cargo_bin("tokfire");
+    let res = if root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(&a);
+        match c.output() {
+            Ok(o) => o,
+            Err(_) => return, // no setpriv: nothing to test as root
+        }
+    } else {
+        std::process::Command::new(&bin).args(&a).output().unwrap()
+    };
+    assert_eq!(res.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        stderr.contains("--drop-caches") && stderr.contains("needs root"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing ran, nothing recorded");
+}

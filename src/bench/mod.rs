@@ -6,6 +6,7 @@ pub mod error;
 pub mod progress;
 pub mod round;
 pub mod samples;
+pub mod spec_samples;
 pub mod sweep;
 pub mod trace;
 

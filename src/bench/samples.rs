@@ -151,6 +151,7 @@ pub fn round_record(events: &[Event], start: Instant, done: &[TaskDone]) -> Roun
         energy_j: None,
         tasks,
         steps,
+        spec: super::spec_samples::spec_sample(events),
     }
 }
 

@@ -70,6 +70,7 @@ pub fn run(
             sampling: cfg.sampling.clone(),
             max_tokens: cfg.max_tokens,
             stop: hooks.stop,
+            spec: cfg.spec.clone(),
         };
         levels(
             cfg,

@@ -40,6 +40,11 @@ pub fn config(
         format: args.format,
         trace: args.trace.clone(),
         headroom: args.headroom,
+        spec: crate::config::spec::SpecConfig {
+            method: crate::spec::SpecMethod::parse(&args.spec)?,
+            k: args.spec_k,
+            ngram: crate::spec::parse_ngram(&args.lookup_ngram)?,
+        },
     };
     let warnings = cfg.validate(args.allow_few_rounds)?;
     Ok((cfg, warnings))

@@ -109,6 +109,9 @@ pub struct RunConfig {
     /// Smallest margin (fraction of a target) a comfortable level should keep.
     #[serde(default = "default_headroom")]
     pub headroom: f64,
+    /// Speculative decoding (`--spec none` in older records).
+    #[serde(default)]
+    pub spec: crate::config::spec::SpecConfig,
 }
 
 /// Default `--headroom`: a comfortable level should stay 20 % inside every target.
@@ -122,6 +125,7 @@ impl RunConfig {
     /// Checks ranges; names the flag at fault. Returns warnings the user insisted past.
     pub fn validate(&self, allow_few_rounds: bool) -> Result<Vec<String>, ConfigError> {
         self.sampling.validate()?;
+        self.spec.validate(self.sampling.temperature)?;
         if !(0.0..1.0).contains(&self.headroom) {
             return Err(ConfigError::flag(
                 "--headroom",

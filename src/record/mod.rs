@@ -5,6 +5,7 @@
 //! compares runs) only reads them, through [`io`].
 
 pub mod io;
+pub mod spec;
 pub mod summary;
 pub mod verdict;
 
@@ -153,6 +154,9 @@ pub struct RoundRecord {
     pub tasks: Vec<TaskSample>,
     /// Every engine step, in order.
     pub steps: Vec<StepSample>,
+    /// Speculation counters (all zero without speculation; absent in older records).
+    #[serde(default)]
+    pub spec: spec::SpecSample,
 }
 
 /// One engine step as the scheduler planned it.

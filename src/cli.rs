@@ -48,7 +48,7 @@ fn bench_help(examples: &str) -> String {
 
 fn run_help() -> String {
     bench_help(
-        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n",
+        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n  tokfire run --workload code --spec lookup --spec-k 4 --lookup-ngram 1..3\n  tokfire run --workload chat --spec layerskip:20 --spec-k 3\n",
     )
 }
 
@@ -271,6 +271,16 @@ pub struct BenchArgs {
     /// measures, e.g. --note 'fan loud' --note 'laptop on battery'.
     #[arg(long, value_name = "TEXT")]
     pub note: Vec<String>,
+    /// Speculative decoding: none, lookup (prompt lookup drafting) or layerskip:L (the model's
+    /// first L layers draft); greedy decoding only.
+    #[arg(long, default_value = "none", value_name = "none|lookup|layerskip:L")]
+    pub spec: String,
+    /// Tokens proposed per sequence per step when speculating.
+    #[arg(long, default_value_t = crate::spec::DEFAULT_K, value_name = "K")]
+    pub spec_k: usize,
+    /// Prompt lookup n-gram lengths, MIN..MAX (longest match first).
+    #[arg(long, default_value = "1..3", value_name = "MIN..MAX")]
+    pub lookup_ngram: String,
 }
 
 #[derive(Debug, Args)]

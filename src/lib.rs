@@ -15,6 +15,7 @@ pub mod measure;
 pub mod model;
 pub mod record;
 pub mod report;
+pub mod spec;
 pub mod workload;
 
 pub use cmd::run;

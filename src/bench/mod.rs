@@ -11,6 +11,7 @@ pub mod round;
 pub(crate) mod samples;
 pub(crate) mod sweep;
 pub(crate) mod trace;
+pub mod spec_samples;
 
 use crate::bench::error::BenchError;
 use crate::config::RuntimeInfo;

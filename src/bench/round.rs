@@ -25,6 +25,8 @@ pub struct RoundSetup<'a> {
     pub max_tokens: Option<usize>,
     /// Non-zero once a stop is requested (the signal number); checked before every step.
     pub stop: Option<&'a AtomicUsize>,
+    /// Speculative decoding (`--spec`, `--spec-k`, `--lookup-ngram`).
+    pub spec: crate::config::spec::SpecConfig,
 }
 
 /// A finished round: its samples, the raw events (for a trace) and the KV high-water mark.
@@ -187,6 +189,9 @@ pub fn run_round(
         done: Vec::new(),
         stop: setup.loaded.tokenizer.info.eos_id.into_iter().collect(),
     };
+    if let Some(drafter) = crate::spec::drafter(&setup.spec, &setup.loaded.model)? {
+        d.engine.set_speculation(drafter, setup.spec.k)?;
+    }
     let start = Instant::now();
     for j in 0..jobs {
         d.start_next(j)?;

@@ -151,6 +151,7 @@ pub(crate) fn round_record(events: &[Event], start: Instant, done: &[TaskDone]) 
         energy_j: None,
         tasks,
         steps,
+        spec: super::spec_samples::spec_sample(events),
     }
 }
 

@@ -72,6 +72,7 @@ pub(crate) fn run(
             sampling: cfg.sampling.clone(),
             max_tokens: cfg.max_tokens,
             stop: hooks.stop,
+            spec: cfg.spec.clone(),
         };
         levels(
             cfg,

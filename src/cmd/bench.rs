@@ -41,6 +41,11 @@ pub(crate) fn config(
         trace: args.trace.clone(),
         headroom: args.headroom,
         notes: args.note.clone(),
+        spec: crate::config::spec::SpecConfig {
+            method: crate::spec::SpecMethod::parse(&args.spec)?,
+            k: args.spec_k,
+            ngram: crate::spec::parse_ngram(&args.lookup_ngram)?,
+        },
     };
     let warnings = cfg.validate(args.allow_few_rounds)?;
     Ok((cfg, warnings))

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::ConfigError;
 
 pub mod run;
+pub mod spec;
 use crate::kernels::{self, Level};
 
 /// How weights are held in memory.

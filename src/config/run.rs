@@ -112,6 +112,9 @@ pub struct RunConfig {
     /// What the user noted (`--note`, repeatable), stored with the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Speculative decoding (`--spec none` in older records).
+    #[serde(default)]
+    pub spec: crate::config::spec::SpecConfig,
 }
 
 /// Default `--headroom`: a comfortable level should stay 20 % inside every target.
@@ -125,6 +128,7 @@ impl RunConfig {
     /// Checks ranges; names the flag at fault. Returns warnings the user insisted past.
     pub(crate) fn validate(&self, allow_few_rounds: bool) -> Result<Vec<String>, ConfigError> {
         self.sampling.validate()?;
+        self.spec.validate(self.sampling.temperature)?;
         if !(0.0..1.0).contains(&self.headroom) {
             return Err(ConfigError::flag(
                 "--headroom",

@@ -16,6 +16,9 @@ use crate::model::family::Model;
 use crate::model::kv::KvCache;
 use crate::model::llama::{LogitRows, SeqInput};
 
+#[path = "verify.rs"]
+mod verify;
+
 /// A generation request.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -62,6 +65,19 @@ pub enum EventKind {
         /// Wall time of the batched forward pass alone (device synchronized), µs.
         forward_us: u64,
     },
+    /// The drafter ran for this step's decoding sequences (before the forward).
+    Drafted {
+        /// Sequences that got a proposal.
+        seqs: usize,
+        /// Wall time of the drafter alone, µs.
+        draft_us: u64,
+    },
+    /// A drafted sequence was verified: `accepted` of its `proposed` tokens were kept (and one
+    /// more token from the target).
+    Verified {
+        proposed: usize,
+        accepted: usize,
+    },
 }
 
 /// One event, stamped when it happened.
@@ -73,8 +89,8 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-struct Running {
-    tokens: Vec<u32>,
+pub(super) struct Running {
+    pub(super) tokens: Vec<u32>,
     prompt_len: usize,
     max_new: usize,
     stop: Vec<u32>,
@@ -90,6 +106,7 @@ pub struct Engine<'m> {
     seqs: HashMap<RequestId, Running>,
     outputs: HashMap<RequestId, Vec<u32>>,
     events: Vec<Event>,
+    spec: Option<verify::Speculation<'m>>,
 }
 
 impl<'m> Engine<'m> {
@@ -101,7 +118,32 @@ impl<'m> Engine<'m> {
             seqs: HashMap::new(),
             outputs: HashMap::new(),
             events: Vec::new(),
+            spec: None,
         }
+    }
+
+    /// Speculative decoding: `drafter` proposes up to `k` tokens for each decoding sequence and
+    /// the model verifies them in the step's batched forward. Greedy decoding only (the output
+    /// is then exactly the output without speculation).
+    pub fn set_speculation(
+        &mut self,
+        drafter: Box<dyn crate::spec::Drafter + 'm>,
+        k: usize,
+    ) -> Result<(), EngineError> {
+        if self.sampling.temperature > 0.0 {
+            return Err(EngineError::Invalid(
+                "speculation is exact for greedy decoding only; use --temperature 0 or --spec none"
+                    .into(),
+            ));
+        }
+        if k == 0 {
+            return Err(EngineError::Invalid(
+                "--spec-k 0 proposes nothing; use at least 1".into(),
+            ));
+        }
+        self.sched.set_draft_tokens(k);
+        self.spec = Some(verify::Speculation::new(drafter));
+        Ok(())
     }
 
     /// Queues a request; each gets its own sampler seeded from the config seed and its id.
@@ -165,17 +207,30 @@ impl<'m> Engine<'m> {
             };
             caches.push(cache);
         }
+        let drafts = self.draft(&plan)?;
         let forward_start = Instant::now();
         let logits = {
+            let fed: Vec<Vec<u32>> = plan
+                .items
+                .iter()
+                .zip(&drafts)
+                .map(|(it, d)| {
+                    let mut t = self.seqs[&it.id].tokens[it.start..it.start + it.len].to_vec();
+                    t.extend_from_slice(d);
+                    t
+                })
+                .collect();
             let inputs: Vec<SeqInput> = plan
                 .items
                 .iter()
-                .map(|it| SeqInput {
-                    tokens: &self.seqs[&it.id].tokens[it.start..it.start + it.len],
-                    logits: if it.samples {
-                        LogitRows::Last
-                    } else {
-                        LogitRows::None
+                .zip(&fed)
+                .zip(&drafts)
+                .map(|((it, tokens), d)| SeqInput {
+                    tokens,
+                    logits: match (it.samples, d.is_empty()) {
+                        (true, false) => LogitRows::All,
+                        (true, true) => LogitRows::Last,
+                        (false, _) => LogitRows::None,
                     },
                 })
                 .collect();
@@ -186,10 +241,18 @@ impl<'m> Engine<'m> {
         };
         let forward_us = forward_start.elapsed().as_micros() as u64;
         let mut rows = logits.iter();
-        for (item, cache) in plan.items.iter().zip(caches) {
+        for ((item, cache), draft) in plan.items.iter().zip(caches).zip(&drafts) {
             self.seqs.get_mut(&item.id).expect("known request").cache = Some(cache);
             if !item.decode {
                 self.event(Some(item.id), EventKind::PrefillChunk { tokens: item.len });
+            }
+            if !draft.is_empty() {
+                let rows: Vec<&Vec<f32>> = rows.by_ref().take(draft.len() + 1).collect();
+                let (accepted, stop) = self.verify(item, draft, &rows);
+                if self.sched.complete_accepted(item, accepted, stop) {
+                    self.finish(item.id, stop);
+                }
+                continue;
             }
             let stop = match item.samples {
                 true => self.sample(
@@ -236,17 +299,21 @@ impl<'m> Engine<'m> {
             if let Some(s) = self.seqs.get_mut(id) {
                 s.cache = None;
             }
+            if let Some(spec) = self.spec.as_mut() {
+                spec.release(*id);
+            }
             self.event(Some(*id), EventKind::Preempted);
         }
         for id in &plan.admitted {
             self.event(Some(*id), EventKind::Admitted);
         }
         let decode = plan.items.iter().filter(|i| i.decode).count();
+        let fed = plan.items.iter().map(|i| i.len).sum::<usize>();
         self.event(
             None,
             EventKind::StepStart {
                 seqs: plan.items.len(),
-                prefill_tokens: plan.tokens() - decode,
+                prefill_tokens: fed - decode,
                 decode_tokens: decode,
             },
         );
@@ -256,6 +323,12 @@ impl<'m> Engine<'m> {
     fn sample(&mut self, id: RequestId, row: &[f32]) -> bool {
         let s = self.seqs.get_mut(&id).expect("known request");
         let token = s.sampler.sample(row);
+        self.push_token(id, token)
+    }
+
+    /// Appends a chosen token to the sequence; true when it is a stop token.
+    fn push_token(&mut self, id: RequestId, token: u32) -> bool {
+        let s = self.seqs.get_mut(&id).expect("known request");
         s.tokens.push(token);
         let stop = s.stop.contains(&token);
         if !stop {
@@ -265,6 +338,9 @@ impl<'m> Engine<'m> {
     }
 
     fn finish(&mut self, id: RequestId, stop: bool) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.release(id);
+        }
         let s = self.seqs.remove(&id).expect("known request");
         let mut out = s.tokens[s.prompt_len..].to_vec();
         if stop {

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 /// Identifies a request for the lifetime of an engine.
-pub(crate) type RequestId = u64;
+pub type RequestId = u64;
 
 /// Budgets the scheduler respects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -29,7 +29,7 @@ pub struct SchedulerConfig {
 
 /// What one sequence does in a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PlanItem {
+pub struct PlanItem {
     pub id: RequestId,
     /// Tokens already in this sequence's cache (the position of the first token fed).
     pub start: usize,
@@ -40,11 +40,14 @@ pub(crate) struct PlanItem {
     pub samples: bool,
     /// Whether this is a single decode token rather than (part of) a prefill.
     pub decode: bool,
+    /// Draft tokens the step may verify after the decode token (speculation; 0 otherwise).
+    /// They are budgeted like any other token: the item costs `len + draft`.
+    pub draft: usize,
 }
 
 /// One step's plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Plan {
+pub struct Plan {
     pub items: Vec<PlanItem>,
     /// Requests that started running this step (their queue wait ends here).
     pub admitted: Vec<RequestId>,
@@ -53,8 +56,8 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub(crate) fn tokens(&self) -> usize {
-        self.items.iter().map(|i| i.len).sum()
+    pub fn tokens(&self) -> usize {
+        self.items.iter().map(|i| i.len + i.draft).sum()
     }
 }
 
@@ -78,24 +81,32 @@ impl Seq {
 
 /// The scheduler's state: waiting queue and running set.
 #[derive(Debug)]
-pub(crate) struct Scheduler {
+pub struct Scheduler {
     cfg: SchedulerConfig,
     waiting: VecDeque<Seq>,
     running: Vec<Seq>,
+    /// Draft tokens a decode item may carry (speculation's k; 0 without).
+    draft_k: usize,
 }
 
 impl Scheduler {
-    pub(crate) fn new(cfg: SchedulerConfig) -> Self {
+    pub fn new(cfg: SchedulerConfig) -> Self {
         Self {
             cfg,
             waiting: VecDeque::new(),
             running: Vec::new(),
+            draft_k: 0,
         }
+    }
+
+    /// Lets each decode item carry up to `k` draft tokens, budgeted like any other token.
+    pub fn set_draft_tokens(&mut self, k: usize) {
+        self.draft_k = k;
     }
 
     /// Queues a request of `prompt_len` tokens that may generate up to `max_new`; refuses one
     /// that could never fit the KV budget alone.
-    pub(crate) fn submit(
+    pub fn submit(
         &mut self,
         id: RequestId,
         prompt_len: usize,
@@ -119,13 +130,13 @@ impl Scheduler {
     }
 
     /// Requests still waiting or running.
-    pub(crate) fn pending(&self) -> usize {
+    pub fn pending(&self) -> usize {
         self.waiting.len() + self.running.len()
     }
 
     /// Plans the next step. An empty plan with pending work means a single request cannot fit
     /// the budgets at all (the caller reports it).
-    pub(crate) fn schedule(&mut self) -> Plan {
+    pub fn schedule(&mut self) -> Plan {
         let _span = tracing::trace_span!("schedule").entered();
         let mut plan = Plan::default();
         self.preempt_for_kv(&mut plan);
@@ -137,8 +148,8 @@ impl Scheduler {
                 self.cfg.max_batch_tokens - tokens,
                 self.cfg.kv_budget_tokens - kv,
             ) {
-                tokens += item.len;
-                kv += item.len;
+                tokens += item.len + item.draft;
+                kv += item.len + item.draft;
                 plan.items.push(item);
             }
         }
@@ -171,14 +182,20 @@ impl Scheduler {
 
     /// Records that `item` ran and, when it sampled, whether that token finished the sequence
     /// (stop token or limit). Returns true when the sequence is done.
-    pub(crate) fn complete(&mut self, item: &PlanItem, stop: bool) -> bool {
+    pub fn complete(&mut self, item: &PlanItem, stop: bool) -> bool {
+        self.complete_accepted(item, 0, stop)
+    }
+
+    /// [`Scheduler::complete`] for a verified item: `accepted` draft tokens were kept, so the
+    /// cache holds them too and the sequence gained `accepted + 1` tokens.
+    pub fn complete_accepted(&mut self, item: &PlanItem, accepted: usize, stop: bool) -> bool {
         let Some(pos) = self.running.iter().position(|s| s.id == item.id) else {
             return false;
         };
         let s = &mut self.running[pos];
-        s.cached += item.len;
+        s.cached += item.len + accepted;
         if item.samples {
-            s.generated += 1;
+            s.generated += 1 + accepted;
             if stop || s.generated >= s.max_new {
                 self.running.remove(pos);
                 return true;
@@ -194,12 +211,23 @@ impl Scheduler {
             .min(self.cfg.prefill_chunk.max(1))
             .min(tokens_left)
             .min(kv_left);
+        let decode = s.cached > 0 && todo == 1 && s.generated > 0;
+        // A drafted decode never overshoots the output limit, the step or the KV budget.
+        let draft = match decode {
+            true => self
+                .draft_k
+                .min(s.max_new.saturating_sub(s.generated + 1))
+                .min(tokens_left.saturating_sub(len))
+                .min(kv_left.saturating_sub(len)),
+            false => 0,
+        };
         (len > 0).then_some(PlanItem {
             id: s.id,
             start: s.cached,
             len,
             samples: len == todo,
-            decode: s.cached > 0 && todo == 1 && s.generated > 0,
+            decode,
+            draft,
         })
     }
 

@@ -161,7 +161,8 @@ fn decode_tokens_of_running_sequences_ride_every_step() {
             start: 0,
             len: 2,
             samples: true,
-            decode: false
+            decode: false,
+            draft: 0
         }]
     );
     s.complete(&p.items[0], false);
@@ -174,7 +175,8 @@ fn decode_tokens_of_running_sequences_ride_every_step() {
             start: 2,
             len: 1,
             samples: true,
-            decode: true
+            decode: true,
+            draft: 0
         }
     );
     assert_eq!(
@@ -184,7 +186,8 @@ fn decode_tokens_of_running_sequences_ride_every_step() {
             start: 0,
             len: 4,
             samples: false,
-            decode: false
+            decode: false,
+            draft: 0
         }
     );
     assert_eq!(p.admitted, vec![1]);

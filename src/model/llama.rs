@@ -149,14 +149,36 @@ impl Llama {
         inputs: &[SeqInput],
         caches: &mut [&mut KvCache],
     ) -> Result<Tensor, EngineError> {
-        crate::kernels::pool::install(|| self.forward_here(inputs, caches))
+        crate::kernels::pool::install(|| self.forward_here(inputs, caches, self.layers.len()))
     }
 
-    /// [`Llama::forward`] on the calling thread.
+    /// [`Llama::forward`] through the first `layers` layers only, then the final norm and head
+    /// (layer-skip drafting). The caches need only those layers ([`Llama::new_cache_layers`]).
+    pub fn forward_first(
+        &self,
+        layers: usize,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
+        let layers = layers.min(self.layers.len());
+        crate::kernels::pool::install(|| self.forward_here(inputs, caches, layers))
+    }
+
+    /// A fresh cache for the first `layers` layers only, with room for `capacity` tokens.
+    pub fn new_cache_layers(&self, capacity: usize, layers: usize) -> Result<KvCache, EngineError> {
+        let shape = KvShape {
+            layers: layers.min(self.cfg.layers),
+            ..self.kv_shape()
+        };
+        KvCache::new(shape, capacity, &self.device)
+    }
+
+    /// [`Llama::forward`] on the calling thread, through the first `n_layers` layers.
     fn forward_here(
         &self,
         inputs: &[SeqInput],
         caches: &mut [&mut KvCache],
+        n_layers: usize,
     ) -> Result<Tensor, EngineError> {
         let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
         let plan = StepPlan::new(inputs, caches)?;
@@ -171,7 +193,7 @@ impl Llama {
         } else {
             Some(self.generic_inputs(&plan)?)
         };
-        for (l, layer) in self.layers.iter().enumerate() {
+        for (l, layer) in self.layers.iter().enumerate().take(n_layers) {
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.cfg.rms_eps as f32)?;
             let qkv = layer.qkv.forward(&h)?;
             let attn = match &generic {

@@ -9,6 +9,7 @@ pub mod arms;
 pub mod diff;
 pub(crate) mod io;
 pub mod cold;
+pub mod spec;
 pub mod summary;
 pub(crate) mod verdict;
 
@@ -163,6 +164,9 @@ pub struct RoundRecord {
     pub tasks: Vec<TaskSample>,
     /// Every engine step, in order.
     pub steps: Vec<StepSample>,
+    /// Speculation counters (all zero without speculation; absent in older records).
+    #[serde(default)]
+    pub spec: spec::SpecSample,
 }
 
 /// One engine step as the scheduler planned it.

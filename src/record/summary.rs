@@ -63,6 +63,9 @@ pub struct LevelSummary {
     pub prefill_step_fraction: Option<f64>,
     /// Energy per output token, joules (none without a counter).
     pub joules_per_token: Option<f64>,
+    /// Speculative decoding's figures (empty without speculation).
+    #[serde(default, flatten)]
+    pub spec: super::spec::SpecFigures,
 }
 
 fn measured(level: &LevelRecord) -> impl Iterator<Item = &RoundRecord> {
@@ -159,6 +162,13 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
         decode_step_ms_median: median(&decode_only_ms),
         prefill_step_fraction: (wall > 0.0).then(|| prefill_s / wall),
         joules_per_token: energy.filter(|_| tokens > 0).map(|e| e / tokens as f64),
+        spec: super::spec::SpecFigures::of(
+            &rounds.iter().fold(Default::default(), |mut a, r| {
+                super::spec::SpecSample::add(&mut a, &r.spec);
+                a
+            }),
+            tokens,
+        ),
     }
 }
 
@@ -216,6 +226,7 @@ impl LevelSummary {
             decode_step_ms_median: None,
             prefill_step_fraction: None,
             joules_per_token: None,
+            spec: Default::default(),
         }
     }
 }
@@ -341,6 +352,7 @@ mod tests {
                 task(1, 0.0, 10.0, 40, Outcome::Fail { reason: "x".into() }),
             ],
             steps: vec![step(2, 2), step(2, 2), step(1, 1), step(2, 1), prefill],
+            spec: Default::default(),
         };
         let mut warm = round.clone();
         warm.warmup = true;

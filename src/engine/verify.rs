@@ -1,0 +1,103 @@
+//! The engine's speculative path: asks the drafter for each decoding sequence's proposal before
+//! the step's forward, then applies the greedy acceptance rule ([`crate::spec::verify`]) to the
+//! logit rows of every drafted position and rolls the target's KV cache back to the accepted
+//! prefix. A child of `batching` so that it works on the engine's own state.
+
+use std::time::Instant;
+
+use super::{Engine, EventKind};
+use crate::engine::scheduler::{Plan, PlanItem};
+use crate::error::EngineError;
+use crate::spec::{verify::accept_greedy, DraftInput, Drafter};
+
+/// The drafter of a speculative engine.
+pub(super) struct Speculation<'m> {
+    drafter: Box<dyn Drafter + 'm>,
+}
+
+impl<'m> Speculation<'m> {
+    pub(super) fn new(drafter: Box<dyn Drafter + 'm>) -> Self {
+        Self { drafter }
+    }
+
+    pub(super) fn release(&mut self, id: u64) {
+        self.drafter.release(id);
+    }
+}
+
+impl Engine<'_> {
+    /// The proposal of each plan item, in plan order (empty for items that do not decode or
+    /// got no proposal). Times the drafter alone.
+    pub(super) fn draft(&mut self, plan: &Plan) -> Result<Vec<Vec<u32>>, EngineError> {
+        let mut out = vec![Vec::new(); plan.items.len()];
+        let Some(spec) = self.spec.as_mut() else {
+            return Ok(out);
+        };
+        let wanted: Vec<usize> = (0..plan.items.len())
+            .filter(|&i| plan.items[i].decode && plan.items[i].draft > 0)
+            .collect();
+        if wanted.is_empty() {
+            return Ok(out);
+        }
+        let inputs: Vec<DraftInput> = wanted
+            .iter()
+            .map(|&i| {
+                let it = &plan.items[i];
+                DraftInput {
+                    id: it.id,
+                    tokens: &self.seqs[&it.id].tokens,
+                    k: it.draft,
+                }
+            })
+            .collect();
+        let start = Instant::now();
+        let proposals = spec.drafter.propose(&inputs)?;
+        let draft_us = start.elapsed().as_micros() as u64;
+        let mut seqs = 0;
+        for (&i, mut p) in wanted.iter().zip(proposals) {
+            p.truncate(plan.items[i].draft);
+            seqs += usize::from(!p.is_empty());
+            out[i] = p;
+        }
+        self.event(None, EventKind::Drafted { seqs, draft_us });
+        Ok(out)
+    }
+
+    /// Verifies `draft` of `item` against its logit rows (one per fed position): appends the
+    /// accepted tokens and the target's next one, stopping at a stop token, and truncates the
+    /// cache to what the target computed on accepted tokens. Returns (accepted drafts, stop).
+    pub(super) fn verify(
+        &mut self,
+        item: &PlanItem,
+        draft: &[u32],
+        rows: &[&Vec<f32>],
+    ) -> (usize, bool) {
+        debug_assert_eq!(
+            rows.len(),
+            draft.len() + 1,
+            "rows per drafted position; this is a bug"
+        );
+        let s = self.seqs.get_mut(&item.id).expect("known request");
+        let target: Vec<u32> = rows.iter().map(|r| s.sampler.sample(r)).collect();
+        let kept = accept_greedy(draft, &target);
+        let accepted = kept.len() - 1;
+        // The cache holds the fed token and every draft; keep the fed token and the accepted
+        // drafts (the target's own next token is fed next step, like any decode token).
+        if let Some(cache) = s.cache.as_mut() {
+            cache.truncate(item.start + item.len + accepted);
+        }
+        self.event(
+            Some(item.id),
+            EventKind::Verified {
+                proposed: draft.len(),
+                accepted,
+            },
+        );
+        for (n, &t) in kept.iter().enumerate() {
+            if self.push_token(item.id, t) {
+                return (n, true);
+            }
+        }
+        (accepted, false)
+    }
+}

@@ -1,0 +1,130 @@
+//! Speculative decoding's samples (per round, counted from the engine's events) and figures (per
+//! level): what the drafter proposed, what the target accepted, by draft position, and the
+//! drafter's clock apart from the target's verify forwards.
+
+use serde::{Deserialize, Serialize};
+
+/// One round's speculation counters (all zero without speculation).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpecSample {
+    /// Sequences verified (one per drafted sequence per step).
+    pub verifies: u64,
+    /// Draft tokens proposed.
+    pub proposed: u64,
+    /// Draft tokens accepted.
+    pub accepted: u64,
+    /// Proposed tokens by draft position (index 0 = position 1).
+    pub proposed_at: Vec<u64>,
+    /// Accepted tokens by draft position (a position is accepted only after all before it).
+    pub accepted_at: Vec<u64>,
+    /// The drafter's own time, seconds.
+    pub draft_s: f64,
+    /// Forward time of the steps that verified a draft (they also carry other sequences' work),
+    /// seconds.
+    pub verify_forward_s: f64,
+    /// Steps that verified at least one draft.
+    pub verify_steps: u64,
+}
+
+impl SpecSample {
+    /// Adds another round's counters.
+    pub fn add(&mut self, o: &SpecSample) {
+        self.verifies += o.verifies;
+        self.proposed += o.proposed;
+        self.accepted += o.accepted;
+        add_at(&mut self.proposed_at, &o.proposed_at);
+        add_at(&mut self.accepted_at, &o.accepted_at);
+        self.draft_s += o.draft_s;
+        self.verify_forward_s += o.verify_forward_s;
+        self.verify_steps += o.verify_steps;
+    }
+}
+
+fn add_at(to: &mut Vec<u64>, from: &[u64]) {
+    if to.len() < from.len() {
+        to.resize(from.len(), 0);
+    }
+    for (a, b) in to.iter_mut().zip(from) {
+        *a += b;
+    }
+}
+
+/// A level's speculation figures, over its measured rounds (none without speculation).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpecFigures {
+    /// Draft tokens proposed.
+    #[serde(default)]
+    pub spec_proposed: u64,
+    /// Draft tokens accepted.
+    #[serde(default)]
+    pub spec_accepted: u64,
+    /// Accepted ÷ proposed.
+    #[serde(default)]
+    pub spec_acceptance: Option<f64>,
+    /// Mean tokens a verified sequence gained per verify: 1 + accepted ÷ verifies.
+    #[serde(default)]
+    pub spec_accepted_len: Option<f64>,
+    /// Acceptance by draft position 1..k: accepted ÷ proposed at that position.
+    #[serde(default)]
+    pub spec_acceptance_by_position: Vec<f64>,
+    /// Drafter time per output token, milliseconds.
+    #[serde(default)]
+    pub spec_draft_ms_per_token: Option<f64>,
+    /// Forward time of verify steps per output token, milliseconds.
+    #[serde(default)]
+    pub spec_verify_ms_per_token: Option<f64>,
+}
+
+impl SpecFigures {
+    /// The figures of `s` for `tokens` output tokens.
+    pub fn of(s: &SpecSample, tokens: usize) -> Self {
+        let ratio = |a: f64, b: u64| (b > 0).then(|| a / b as f64);
+        let per_token =
+            |secs: f64| (tokens > 0 && s.verifies > 0).then(|| secs * 1e3 / tokens as f64);
+        Self {
+            spec_proposed: s.proposed,
+            spec_accepted: s.accepted,
+            spec_acceptance: ratio(s.accepted as f64, s.proposed),
+            spec_accepted_len: ratio(s.accepted as f64, s.verifies).map(|r| 1.0 + r),
+            spec_acceptance_by_position: s
+                .proposed_at
+                .iter()
+                .zip(&s.accepted_at)
+                .map(|(&p, &a)| if p > 0 { a as f64 / p as f64 } else { 0.0 })
+                .collect(),
+            spec_draft_ms_per_token: per_token(s.draft_s),
+            spec_verify_ms_per_token: per_token(s.verify_forward_s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_from_counters() {
+        let mut s = SpecSample {
+            verifies: 4,
+            proposed: 10,
+            accepted: 6,
+            proposed_at: vec![4, 3, 3],
+            accepted_at: vec![3, 2, 1],
+            draft_s: 0.002,
+            verify_forward_s: 0.1,
+            verify_steps: 4,
+        };
+        s.add(&SpecSample::default());
+        let f = SpecFigures::of(&s, 20);
+        assert_eq!(f.spec_acceptance, Some(0.6));
+        assert_eq!(f.spec_accepted_len, Some(2.5));
+        assert_eq!(
+            f.spec_acceptance_by_position,
+            vec![0.75, 2.0 / 3.0, 1.0 / 3.0]
+        );
+        assert_eq!(f.spec_verify_ms_per_token, Some(5.0));
+        let none = SpecFigures::of(&SpecSample::default(), 20);
+        assert_eq!(none.spec_acceptance, None);
+        assert_eq!(none.spec_draft_ms_per_token, None);
+    }
+}

@@ -1,0 +1,61 @@
+//! Speculative decoding: drafters that propose tokens for each decoding sequence of a step,
+//! and the pure acceptance rule the engine applies to the target's logits. The engine verifies
+//! every drafted sequence in the same batched forward as the other sequences' decode tokens and
+//! prefill chunks (`LogitRows::All` for a drafted segment) and rolls the target's KV cache back
+//! to the accepted prefix (`KvCache::truncate`).
+//!
+//! Speculation is exact for greedy decoding only: with `--temperature > 0` it is refused (the
+//! engine and the configuration say so), because sampled acceptance would need the drafter's
+//! distribution, which prompt lookup does not have.
+
+pub mod lookup;
+pub mod model_draft;
+pub mod verify;
+
+pub use crate::config::spec::{parse_ngram, SpecConfig, SpecMethod, DEFAULT_K};
+use crate::error::EngineError;
+use crate::model::llama::Llama;
+
+/// One sequence's request for a draft.
+#[derive(Debug, Clone, Copy)]
+pub struct DraftInput<'a> {
+    /// The engine's request id (drafters with state key it on this).
+    pub id: u64,
+    /// Everything the sequence knows: prompt and output so far (the last token is not yet in
+    /// the target's cache).
+    pub tokens: &'a [u32],
+    /// Most tokens to propose.
+    pub k: usize,
+}
+
+/// Proposes tokens for the decoding sequences of one step. A drafter with state (a model's KV
+/// caches) rolls it back itself: each call passes the sequence's true history, and anything the
+/// drafter holds beyond the common prefix with it was rejected.
+pub trait Drafter {
+    /// Up to `k` proposed tokens per input, in input order (empty: no proposal, a plain decode).
+    fn propose(&mut self, seqs: &[DraftInput]) -> Result<Vec<Vec<u32>>, EngineError>;
+    /// The sequence `id` has finished or was preempted: forget its state.
+    fn release(&mut self, _id: u64) {}
+}
+
+/// The drafter these settings ask for on `target` (none for `--spec none`); refuses a
+/// layer-skip that would keep every layer (that is no speculation, only overhead).
+pub fn drafter<'m>(
+    cfg: &SpecConfig,
+    target: &'m Llama,
+) -> Result<Option<Box<dyn Drafter + 'm>>, EngineError> {
+    Ok(match cfg.method {
+        SpecMethod::None => None,
+        SpecMethod::Lookup => Some(Box::new(lookup::Lookup::new(cfg.ngram.0, cfg.ngram.1))),
+        SpecMethod::LayerSkip { layers } => {
+            let total = target.cfg.layers;
+            if layers >= total {
+                return Err(EngineError::Invalid(format!(
+                    "--spec layerskip:{layers}: the model has {total} layers; draft with fewer, e.g. --spec layerskip:{}",
+                    (total / 2).max(1)
+                )));
+            }
+            Some(Box::new(model_draft::ModelDrafter::new(target, layers)))
+        }
+    })
+}

@@ -1,0 +1,149 @@
+//! Drafting with a model: greedy autoregressive proposals from the first `layers` layers of a
+//! model plus its final norm and head. With every layer that is a whole draft model; with fewer
+//! it is layer-skip self-speculation on the target's own weights (no second copy in memory).
+//!
+//! KV: the drafter keeps its own small cache per sequence, for its layers only. It does not
+//! reuse the target's: the target's cache leaves the engine's hands during the verify forward
+//! and holds positions the drafter must overwrite with its own proposals, so sharing would
+//! couple the two forwards' writes. The price is `layers / total layers` of the target's KV
+//! bytes and a catch-up pass of those layers over each prompt.
+//!
+//! Rollback: each call gets the sequence's true history; the cache is truncated to the common
+//! prefix with what the drafter fed before, and the rest (the accepted tokens and the target's
+//! correction) is fed in one batched catch-up forward before drafting.
+
+use std::collections::HashMap;
+
+use super::{DraftInput, Drafter};
+use crate::error::EngineError;
+use crate::model::kv::KvCache;
+use crate::model::llama::{Llama, LogitRows, SeqInput};
+
+struct SeqState {
+    cache: KvCache,
+    /// The tokens whose K/V the cache holds, in order.
+    fed: Vec<u32>,
+}
+
+/// A drafter running the first `layers` layers of `model`.
+pub struct ModelDrafter<'m> {
+    model: &'m Llama,
+    layers: usize,
+    seqs: HashMap<u64, SeqState>,
+}
+
+impl<'m> ModelDrafter<'m> {
+    /// Drafts with the first `layers` layers of `model` (all of them when `layers` is larger).
+    pub fn new(model: &'m Llama, layers: usize) -> Self {
+        Self {
+            model,
+            layers: layers.clamp(1, model.cfg.layers),
+            seqs: HashMap::new(),
+        }
+    }
+
+    /// KV bytes the drafter holds now.
+    pub fn kv_bytes(&self) -> usize {
+        self.seqs.values().map(|s| s.cache.bytes()).sum()
+    }
+
+    fn forward(&mut self, ids: &[u64], fed: &[Vec<u32>]) -> Result<Vec<u32>, EngineError> {
+        let inputs: Vec<SeqInput> = fed
+            .iter()
+            .map(|t| SeqInput {
+                tokens: t,
+                logits: LogitRows::Last,
+            })
+            .collect();
+        let mut states: Vec<SeqState> = ids
+            .iter()
+            .map(|id| {
+                self.seqs
+                    .remove(id)
+                    .expect("state made before; this is a bug")
+            })
+            .collect();
+        let result = {
+            let mut refs: Vec<&mut KvCache> = states.iter_mut().map(|s| &mut s.cache).collect();
+            self.model.forward_first(self.layers, &inputs, &mut refs)
+        };
+        for ((id, mut s), t) in ids.iter().zip(states).zip(fed) {
+            s.fed.extend_from_slice(t);
+            self.seqs.insert(*id, s);
+        }
+        let rows = result?.to_vec2::<f32>()?;
+        Ok(rows.iter().map(|r| argmax(r)).collect())
+    }
+}
+
+impl Drafter for ModelDrafter<'_> {
+    fn propose(&mut self, seqs: &[DraftInput]) -> Result<Vec<Vec<u32>>, EngineError> {
+        let mut out = vec![Vec::new(); seqs.len()];
+        let live: Vec<usize> = (0..seqs.len()).filter(|&i| seqs[i].k > 0).collect();
+        if live.is_empty() {
+            return Ok(out);
+        }
+        // Roll back to the common prefix; feed the rest.
+        let mut fed = Vec::with_capacity(live.len());
+        for &i in &live {
+            let s = &seqs[i];
+            if !self.seqs.contains_key(&s.id) {
+                let cache = self
+                    .model
+                    .new_cache_layers(s.tokens.len() + s.k + 1, self.layers)?;
+                self.seqs.insert(
+                    s.id,
+                    SeqState {
+                        cache,
+                        fed: Vec::new(),
+                    },
+                );
+            }
+            let st = self.seqs.get_mut(&s.id).expect("inserted above");
+            let mut common = st
+                .fed
+                .iter()
+                .zip(s.tokens)
+                .take_while(|(a, b)| a == b)
+                .count();
+            // The last known token must be fed to get the next one's logits.
+            common = common.min(s.tokens.len() - 1);
+            st.cache.truncate(common);
+            st.fed.truncate(common);
+            fed.push(s.tokens[common..].to_vec());
+        }
+        let mut ids: Vec<u64> = live.iter().map(|&i| seqs[i].id).collect();
+        let mut slots = live.clone();
+        let mut next = self.forward(&ids, &fed)?;
+        loop {
+            for (&slot, &t) in slots.iter().zip(&next) {
+                out[slot].push(t);
+            }
+            let keep: Vec<usize> = (0..slots.len())
+                .filter(|&j| out[slots[j]].len() < seqs[slots[j]].k)
+                .collect();
+            if keep.is_empty() {
+                return Ok(out);
+            }
+            let fed: Vec<Vec<u32>> = keep.iter().map(|&j| vec![next[j]]).collect();
+            ids = keep.iter().map(|&j| ids[j]).collect();
+            slots = keep.iter().map(|&j| slots[j]).collect();
+            next = self.forward(&ids, &fed)?;
+        }
+    }
+
+    fn release(&mut self, id: u64) {
+        self.seqs.remove(&id);
+    }
+}
+
+/// Index of the largest logit; the lowest index wins ties (as the engine's greedy sampler).
+fn argmax(row: &[f32]) -> u32 {
+    let mut best = (0, f32::NEG_INFINITY);
+    for (i, &v) in row.iter().enumerate() {
+        if v > best.1 {
+            best = (i, v);
+        }
+    }
+    best.0 as u32
+}

@@ -420,6 +420,9 @@ pub struct RerunArgs {
     /// Notes for the new run (repeatable); the stored run's notes are kept otherwise.
     #[arg(long, value_name = "TEXT")]
     pub note: Vec<String>,
+}
+
+/// `tokfire cold`.
 #[derive(Debug, Args)]
 pub struct ColdArgs {
     #[command(flatten)]

@@ -10,7 +10,7 @@ use common::*;
 use tokfire::config::{SamplingConfig, WeightDType};
 use tokfire::engine::batching::{Engine, EventKind, Request};
 use tokfire::engine::scheduler::SchedulerConfig;
-use tokfire::model::llama::Llama;
+use tokfire::model::family::Model;
 use tokfire::spec::{lookup::Lookup, model_draft::ModelDrafter, SpecConfig, SpecMethod};
 
 fn cfg(max_seqs: usize, max_batch_tokens: usize, prefill_chunk: usize) -> SchedulerConfig {
@@ -25,7 +25,7 @@ fn cfg(max_seqs: usize, max_batch_tokens: usize, prefill_chunk: usize) -> Schedu
 /// Runs `prompts` to completion; returns each output and (proposed, accepted, verify steps,
 /// steps that verified while another sequence prefilled).
 fn run(
-    model: &Llama,
+    model: &Model,
     cfg: SchedulerConfig,
     prompts: &[Vec<u32>],
     n: usize,
@@ -222,15 +222,21 @@ fn the_scheduler_budgets_draft_tokens_like_any_other() {
 /// Runs `prompts` with the model's first `layers` layers drafting; returns outputs and
 /// (proposed, accepted).
 fn run_layerskip(
-    model: &Llama,
+    model: &Model,
     cfg: SchedulerConfig,
     prompts: &[Vec<u32>],
     n: usize,
     layers: usize,
 ) -> (Vec<Vec<u32>>, (usize, usize)) {
     let mut e = Engine::new(model, cfg, SamplingConfig::default());
-    e.set_speculation(Box::new(ModelDrafter::new(model, layers)), 3)
-        .unwrap();
+    e.set_speculation(
+        Box::new(ModelDrafter::new(
+            model.as_llama().expect("a llama model"),
+            layers,
+        )),
+        3,
+    )
+    .unwrap();
     for (i, p) in prompts.iter().enumerate() {
         e.submit(Request {
             id: i as u64,
@@ -269,7 +275,7 @@ fn model_drafting_greedy_equals_plain_greedy_and_the_full_model_drafts_perfectly
     ] {
         let (plain, _) = run(m, c, &prompts, 16, &[], None);
         // The target drafting for itself: every proposal is what it then verifies.
-        let (spec, (p, a)) = run_layerskip(m, c, &prompts, 16, m.cfg.layers);
+        let (spec, (p, a)) = run_layerskip(m, c, &prompts, 16, m.as_llama().unwrap().cfg.layers);
         assert_eq!(spec, plain, "{name}: self-drafted output differs");
         assert!(p > 0 && a == p, "{name}: self-draft accepted {a} of {p}");
         // Layer-skip: first layer only.
@@ -279,7 +285,7 @@ fn model_drafting_greedy_equals_plain_greedy_and_the_full_model_drafts_perfectly
     }
     let all = SpecConfig {
         method: SpecMethod::LayerSkip {
-            layers: m.cfg.layers,
+            layers: m.as_llama().unwrap().cfg.layers,
         },
         ..SpecConfig::default()
     };
@@ -299,7 +305,7 @@ fn layer_skip_greedy_equals_plain_greedy_on_the_default_model() {
     ];
     let c = cfg(3, 2048, 2048);
     let (plain, _) = run(m, c, &prompts, 16, &[], None);
-    let (spec, (p, a)) = run_layerskip(m, c, &prompts, 16, m.cfg.layers / 2);
+    let (spec, (p, a)) = run_layerskip(m, c, &prompts, 16, m.as_llama().unwrap().cfg.layers / 2);
     assert_eq!(spec, plain, "layer-skip output differs");
     assert!(p > 0 && a <= p);
 }

@@ -255,6 +255,7 @@ fn skeleton(
         energy_na: None,
         levels: Vec::new(),
         summary: None,
+        cold: None,
         ab: Some(AbArm {
             arm: arm.into(),
             pair: pair.into(),
@@ -406,6 +407,7 @@ fn rounds(
                 sampling: cfgs[arm].sampling.clone(),
                 max_tokens: cfgs[arm].max_tokens,
                 stop,
+                spec: cfgs[arm].spec.clone(),
             };
             let done_here = states[arm].record.levels[0]
                 .rounds

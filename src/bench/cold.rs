@@ -67,6 +67,7 @@ pub fn run(
         energy_na: None,
         levels: Vec::new(),
         summary: None,
+        ab: None,
         cold: Some(ColdRecord {
             settings: plan.settings.clone(),
             starts: Vec::new(),

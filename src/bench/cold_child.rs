@@ -72,7 +72,7 @@ pub fn run(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
 }
 
 /// One forward of one token on a scratch cache, waited for (its logits copied to the host).
-fn warm_up(model: &crate::model::llama::Llama, token: u32) -> Result<(), EngineError> {
+fn warm_up(model: &crate::model::family::Model, token: u32) -> Result<(), EngineError> {
     let mut cache = model.new_cache(1)?;
     let logits = model.forward(
         &[SeqInput {

@@ -5,7 +5,7 @@ use crate::error::{ConfigError, EngineError, ModelError};
 
 /// Running a benchmark: any layer's error, or the results file.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum BenchError {
+pub enum BenchError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]

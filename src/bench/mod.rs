@@ -3,15 +3,15 @@
 //! engine, raw samples into the record after every round.
 
 pub mod ab;
-pub(crate) mod error;
-pub(crate) mod progress;
 pub mod cold;
 pub mod cold_child;
+pub mod error;
+pub mod progress;
 pub mod round;
 pub(crate) mod samples;
+pub mod spec_samples;
 pub(crate) mod sweep;
 pub(crate) mod trace;
-pub mod spec_samples;
 
 use crate::bench::error::BenchError;
 use crate::config::RuntimeInfo;

@@ -15,7 +15,7 @@ pub(crate) struct Position {
 }
 
 /// Redraws one status line.
-pub(crate) struct Progress {
+pub struct Progress {
     enabled: bool,
     drawn: bool,
 }

@@ -140,6 +140,8 @@ fn plan(args: &ColdArgs) -> anyhow::Result<ColdPlan> {
         format: args.format,
         trace: None,
         headroom: DEFAULT_HEADROOM,
+        notes: Vec::new(),
+        spec: Default::default(),
     };
     config.sampling.validate()?;
     let exe = std::env::current_exe().map_err(|e| {

@@ -2,8 +2,8 @@
 
 mod ab;
 mod bench;
-mod compare;
 mod cold;
+mod compare;
 mod generate;
 mod inspect;
 mod report;

@@ -147,18 +147,6 @@ impl QType {
     }
 }
 
-/// Reinterprets a row of GGUF bytes as blocks.
-///
-/// # Safety
-/// `T` must be one of this module's block structs (alignment ≤ 2, no padding, every bit
-/// pattern valid) and `bytes` must start 2-byte aligned when `T` holds an `f16`.
-pub(crate) unsafe fn cast_blocks<T>(bytes: &[u8]) -> &[T] {
-    let n = bytes.len() / std::mem::size_of::<T>();
-    debug_assert_eq!(bytes.len(), n * std::mem::size_of::<T>());
-    debug_assert_eq!(bytes.as_ptr() as usize % std::mem::align_of::<T>(), 0);
-    std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), n)
-}
-
 /// 6-bit scale and min of sub-block `j` of a Q4_K block (ggml `get_scale_min_k4`).
 pub(crate) fn scale_min_k4(j: usize, q: &[u8; 12]) -> (u8, u8) {
     if j < 4 {

@@ -1,19 +1,11 @@
 //! Process memory and disk counters read from `/proc/self` (Linux). Elsewhere, or when a file is
-//! not readable, the functions return `None` and reports say "n/a" with [`NA_REASON`].
+//! not readable, the functions return `None` and reports say "n/a".
 
 use std::fs;
-
-/// Why a counter is missing when it is.
-pub(crate) const NA_REASON: &str = "no /proc/self counters on this system";
 
 /// Peak resident set size since start or the last [`reset_peak`] (`VmHWM`), bytes.
 pub(crate) fn peak_rss_bytes() -> Option<u64> {
     status_kib("VmHWM:").map(|k| k * 1024)
-}
-
-/// Current resident set size (`VmRSS`), bytes.
-pub(crate) fn rss_bytes() -> Option<u64> {
-    status_kib("VmRSS:").map(|k| k * 1024)
 }
 
 /// Resets the peak RSS to the current RSS (`echo 5 > /proc/self/clear_refs`); false if refused.

@@ -4,8 +4,8 @@
 pub(crate) mod clocks;
 pub(crate) mod energy;
 pub(crate) mod memory;
+pub mod monotonic;
 pub(crate) mod pagecache;
 pub(crate) mod provenance;
 pub mod sentinel;
-pub mod monotonic;
 pub mod stats;

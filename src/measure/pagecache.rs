@@ -19,7 +19,7 @@ pub struct Residency {
 
 impl Residency {
     /// Resident fraction, 0..=1 (1 for empty files).
-    pub(crate) fn fraction(&self) -> f64 {
+    pub fn fraction(&self) -> f64 {
         if self.total_pages == 0 {
             1.0
         } else {
@@ -28,7 +28,7 @@ impl Residency {
     }
 
     /// "page-cache warm" (≥ 99 % resident), "disk-cold" (≤ 1 %) or "partly cached (N %)".
-    pub(crate) fn label(&self) -> String {
+    pub fn label(&self) -> String {
         let f = self.fraction();
         if f >= 0.99 {
             "page-cache warm".into()

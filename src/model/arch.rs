@@ -108,11 +108,6 @@ impl LlamaConfig {
         }
         Ok(())
     }
-
-    /// KV-cache bytes one token takes across all layers (f32 keys and values).
-    pub(crate) fn kv_bytes_per_token(&self) -> usize {
-        2 * self.layers * self.kv_heads * self.head_dim * 4
-    }
 }
 
 fn check_arch(path: &Path, arch: &str) -> Result<(), ModelError> {

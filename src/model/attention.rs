@@ -149,12 +149,8 @@ impl Scoring {
     }
 }
 
-/// Causal attention of every query row: `out[T, heads * head_dim]`.
-pub(crate) fn attend(dims: Dims, q: &[f32], segments: &[(SegmentRows, KvSlices)], out: &mut [f32]) {
-    attend_scored(dims, Scoring::causal(dims.head_dim), q, segments, out)
-}
-
-/// [`attend`] with the scoring (scale, window, soft-cap) given.
+/// Causal attention of every query row, `out[T, heads * head_dim]`, with the scoring (scale,
+/// window, soft-cap) given.
 pub fn attend_scored(
     dims: Dims,
     scoring: Scoring,

@@ -17,7 +17,7 @@ use super::{header, layout};
 use crate::error::ModelError;
 
 /// A parsed GGUF header plus the open file it came from.
-pub(crate) struct Gguf {
+pub struct Gguf {
     pub path: PathBuf,
     /// The metadata and the tensors whose layout passed (candle's types).
     pub content: Content,
@@ -31,7 +31,7 @@ pub(crate) struct Gguf {
 
 impl Gguf {
     /// Opens and parses `path`; rejects files that are not GGUF or whose layout is wrong.
-    pub(crate) fn open(path: &Path) -> Result<Self, ModelError> {
+    pub fn open(path: &Path) -> Result<Self, ModelError> {
         let g = Self::open_unchecked(path)?;
         if g.problems.is_empty() {
             Ok(g)
@@ -97,17 +97,6 @@ impl Gguf {
     pub(crate) fn str(&self, key: &str) -> Result<String, ModelError> {
         let v = self.require(key)?;
         v.to_string().cloned().map_err(|e| self.invalid(key, e))
-    }
-
-    /// A required unsigned integer value (any integer width).
-    pub(crate) fn u64(&self, key: &str) -> Result<u64, ModelError> {
-        let v = self.require(key)?;
-        value_u64(v).ok_or_else(|| {
-            self.invalid(
-                key,
-                format!("expected an integer, found {:?}", v.value_type()),
-            )
-        })
     }
 
     /// An optional unsigned integer value.

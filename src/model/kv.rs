@@ -8,7 +8,7 @@ use crate::error::EngineError;
 
 /// The shape of one sequence's cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct KvShape {
+pub struct KvShape {
     pub layers: usize,
     pub kv_heads: usize,
     pub head_dim: usize,
@@ -48,10 +48,6 @@ impl KvCache {
     /// Tokens held.
     pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Tokens that fit before the buffers grow.

@@ -24,7 +24,7 @@ pub(crate) enum Weight {
 
 /// `y = x W^T (+ b)` for `x` of shape `[T, in]`, f32.
 #[derive(Debug, Clone)]
-pub(crate) struct Linear {
+pub struct Linear {
     weight: Weight,
     bias: Option<Tensor>,
 }

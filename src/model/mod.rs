@@ -7,7 +7,7 @@ pub(crate) mod attention;
 pub mod chat;
 pub mod family;
 pub mod gemma;
-pub(crate) mod gguf;
+pub mod gguf;
 mod header;
 pub(crate) mod hub;
 pub mod inspect;
@@ -22,7 +22,7 @@ pub mod synthetic_gemma;
 pub mod tokenizer;
 pub mod tokenizer_spm;
 pub(crate) mod validate;
-pub(crate) mod weights;
+pub mod weights;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

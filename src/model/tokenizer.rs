@@ -50,7 +50,7 @@ pub struct Tokenizer {
 
 impl Tokenizer {
     /// Builds the tokenizer described by a GGUF file's metadata.
-    pub(crate) fn from_gguf(gguf: &Gguf) -> Result<Self, ModelError> {
+    pub fn from_gguf(gguf: &Gguf) -> Result<Self, ModelError> {
         let no_tok = |detail: &str| ModelError::NoTokenizer {
             path: gguf.path.clone(),
             detail: detail.into(),
@@ -162,7 +162,7 @@ impl Tokenizer {
     }
 
     /// The underlying `tokenizers` object (e.g. to save it as `tokenizer.json`).
-    pub(crate) fn inner(&self) -> &tokenizers::Tokenizer {
+    pub fn inner(&self) -> &tokenizers::Tokenizer {
         &self.inner
     }
 

@@ -12,7 +12,7 @@ use crate::config::WeightDType;
 use crate::error::ModelError;
 
 /// Names of a model's tensors in one file format.
-pub(crate) enum Names {
+pub enum Names {
     Gguf,
     Hf,
 }
@@ -59,7 +59,7 @@ impl Names {
 }
 
 /// Something that hands out a model's tensors by name.
-pub(crate) trait WeightSource {
+pub trait WeightSource {
     fn names(&self) -> Names;
     fn has(&self, name: &str) -> bool;
     /// A matrix as a linear layer in the storage `dtype` asks for.

@@ -13,7 +13,7 @@ use super::{summary, ResultsFile, RunRecord, FORMAT};
 
 /// A results file that cannot be used, naming the file and what to do.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RecordError {
+pub enum RecordError {
     #[error("{path}: no such results file; pass the .json a `run` or `sweep` wrote (default results/VERB-WORKLOAD.json)")]
     NotFound { path: PathBuf },
     #[error("cannot read {path}: {error}")]

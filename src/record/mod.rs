@@ -6,9 +6,9 @@
 
 pub mod ab;
 pub mod arms;
+pub mod cold;
 pub mod diff;
 pub(crate) mod io;
-pub mod cold;
 pub mod spec;
 pub mod summary;
 pub(crate) mod verdict;

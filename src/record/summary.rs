@@ -199,6 +199,7 @@ pub(crate) fn first_ttft_s(level: &LevelRecord) -> Option<f64> {
 
 impl LevelSummary {
     /// A level with no measured samples.
+    #[cfg(test)]
     pub(crate) fn empty(jobs: usize) -> Self {
         Self {
             jobs,

@@ -14,7 +14,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::summary::LevelSummary;
-pub(crate) use crate::config::run::DEFAULT_HEADROOM;
 use crate::workload::Criteria;
 
 /// What a criterion judges.

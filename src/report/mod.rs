@@ -3,8 +3,8 @@
 
 pub mod ab;
 pub(crate) mod clocks;
-pub(crate) mod columns;
 pub mod cold;
+pub(crate) mod columns;
 pub mod html;
 pub(crate) mod inspect;
 pub(crate) mod summary;

@@ -14,7 +14,7 @@ pub mod verify;
 
 pub use crate::config::spec::{parse_ngram, SpecConfig, SpecMethod, DEFAULT_K};
 use crate::error::EngineError;
-use crate::model::llama::Llama;
+use crate::model::family::Model;
 
 /// One sequence's request for a draft.
 #[derive(Debug, Clone, Copy)]
@@ -42,12 +42,18 @@ pub trait Drafter {
 /// layer-skip that would keep every layer (that is no speculation, only overhead).
 pub fn drafter<'m>(
     cfg: &SpecConfig,
-    target: &'m Llama,
+    target: &'m Model,
 ) -> Result<Option<Box<dyn Drafter + 'm>>, EngineError> {
     Ok(match cfg.method {
         SpecMethod::None => None,
         SpecMethod::Lookup => Some(Box::new(lookup::Lookup::new(cfg.ngram.0, cfg.ngram.1))),
         SpecMethod::LayerSkip { layers } => {
+            let Some(target) = target.as_llama() else {
+                return Err(EngineError::Invalid(format!(
+                    "--spec layerskip:{layers}: layer-skip drafting runs on the llama family; this model is {}: use --spec lookup or --spec none",
+                    target.arch()
+                )));
+            };
             let total = target.cfg.layers;
             if layers >= total {
                 return Err(EngineError::Invalid(format!(

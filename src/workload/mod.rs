@@ -62,5 +62,5 @@ pub use agent::{Next, TaskResult, TaskRun};
 pub use error::WorkloadError;
 pub use load::{builtin_names, load, lock_line, parse};
 pub use spec::{Criteria, Prompt, RequiredCall, Task, Workload};
-pub(crate) use tools::{Simulation, ToolCall, ToolSpec};
+pub(crate) use tools::ToolCall;
 pub use validate::{AbstainRule, Check, Outcome};

@@ -85,19 +85,6 @@ pub struct Task {
     pub max_turns: usize,
 }
 
-impl Workload {
-    /// `NAME vVERSION (sha256 PREFIX…)`, for sheets and logs.
-    pub(crate) fn label(&self) -> String {
-        let short = self.hash.get(..12).unwrap_or(&self.hash);
-        let lock = if self.locked {
-            ""
-        } else {
-            ", not in workloads.lock"
-        };
-        format!("{} v{} (sha256 {short}…{lock})", self.name, self.version)
-    }
-}
-
 impl Task {
     /// True when the task declares tools.
     pub fn is_agent(&self) -> bool {

@@ -54,7 +54,7 @@ mod tests {
     #[test]
     fn reads_this_process() {
         let peak = peak_rss_bytes().expect("linux has VmHWM");
-        let now = rss_bytes().expect("linux has VmRSS");
+        let now = status_kib("VmRSS:").expect("linux has VmRSS") * 1024;
         assert!(peak >= now / 2 && now > 0);
         assert!(total_memory_bytes().unwrap_or(0) > now);
     }

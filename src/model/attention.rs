@@ -327,7 +327,7 @@ mod tests {
         };
         attend_scored(dims, windowed, &q, &[(seg, kv)], &mut out);
         assert!((out[1] - 4.5).abs() < 1e-6, "keys 4 and 5 only: {}", out[1]);
-        attend(dims, &q, &[(seg, kv)], &mut out);
+        attend_scored(dims, Scoring::causal(8), &q, &[(seg, kv)], &mut out);
         assert!((out[1] - 2.5).abs() < 1e-6, "keys 0..=5: {}", out[1]);
     }
 

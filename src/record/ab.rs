@@ -35,6 +35,9 @@ use crate::measure::stats::{mad, median};
 pub const RESAMPLES: usize = 4000;
 /// Fewest rounds per arm the verdict is computed from (after discounting disturbed ones).
 pub const MIN_ROUNDS: usize = 3;
+/// Fewest rounds per arm for a keep or a revert on speed: the median of fewer rounds has too
+/// few distinct resamples for its interval to mean much, so fewer rounds always say retest.
+pub const DECIDE_ROUNDS: usize = 5;
 /// Default `--min-effect`: a change smaller than 3 % is not worth keeping.
 pub const DEFAULT_MIN_EFFECT: f64 = 0.03;
 /// A change must also exceed this many times the larger arm's MAD ÷ median to count.
@@ -477,6 +480,13 @@ fn decide(
         );
         return (Retest, why, None);
     };
+    let n = e.n_a.min(e.n_b);
+    if n < DECIDE_ROUNDS {
+        let why = format!(
+            "{m}: only {n} round(s) per arm; a speed verdict needs at least {DECIDE_ROUNDS} (--rounds {DECIDE_ROUNDS})"
+        );
+        return (Retest, why, Some(DECIDE_ROUNDS - n));
+    }
     let big = e.change().abs() >= input.min_effect.max(NOISE_GATE * e.noise());
     let settle = rounds_to_settle(e, input.min_effect);
     let settle_text = match settle {

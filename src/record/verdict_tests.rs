@@ -2,6 +2,7 @@
 //! headroom flag and the wording of each check.
 
 use super::*;
+use crate::config::run::DEFAULT_HEADROOM;
 
 fn summary(jobs: usize) -> LevelSummary {
     LevelSummary {

@@ -285,16 +285,3 @@ fn agent_prompts_carry_the_tools() {
         assert_eq!(m.last().map(|m| m.role.as_str()), Some("user"));
     }
 }
-
-#[test]
-fn label_names_version_and_hash() {
-    let w = load("chat").expect("loads");
-    assert!(
-        w.label()
-            .starts_with(&format!("chat v1 (sha256 {}…", &w.hash[..12])),
-        "{}",
-        w.label()
-    );
-    let m = parse(MINIMAL, "m", &Lock::default()).expect("loads");
-    assert!(m.label().contains("not in workloads.lock"));
-}

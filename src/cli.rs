@@ -54,7 +54,7 @@ fn run_help() -> String {
 
 fn sweep_help() -> String {
     bench_help(
-        "  tokfire sweep                                  # chat at 1, 2 and 3 jobs\n  tokfire sweep --workload agent --jobs 1,2,4 --format json\n  tokfire sweep --out-dir ~/bench --trace trace.json\n",
+        "  tokfire sweep                                  # chat at 1, 2 and 3 jobs\n  tokfire sweep --workload agent --jobs 1,2,4 --format json\n  tokfire sweep --out-dir ~/bench --trace trace.json\n  tokfire sweep --model gemma3-270m-q4_k_m --workload code\n  tokfire sweep --model gemma3-270m-q4_k_m --chat-template gemma.jinja   # chat on a model without a template\n",
     )
 }
 
@@ -141,6 +141,10 @@ pub struct ModelArgs {
     /// cpu, cuda, cuda:N or metal.
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// A Jinja chat template file used instead of the model's own, for chat prompts and chat
+    /// workloads on models without one (such as gemma3-270m-q4_k_m).
+    #[arg(long, value_name = "FILE")]
+    pub chat_template: Option<PathBuf>,
 }
 
 /// How the CPU computes.
@@ -178,10 +182,6 @@ pub struct GenerateArgs {
     /// Print the generated token ids too.
     #[arg(long)]
     pub ids: bool,
-    /// A Jinja chat template file for --chat, used instead of the model's own (for models
-    /// without one, such as gemma3-270m-q4_k_m).
-    #[arg(long, value_name = "FILE", requires = "chat")]
-    pub chat_template: Option<std::path::PathBuf>,
 }
 
 /// How tokens are chosen.

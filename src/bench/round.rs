@@ -66,7 +66,7 @@ pub(crate) fn render(loaded: &Loaded, prompt: &Prompt) -> Result<String, EngineE
         Prompt::Chat(messages) => {
             let t = loaded.chat.as_ref().ok_or_else(|| {
                 EngineError::Invalid(
-                    "the workload has chat tasks but the model has no chat template; pick a chat model or a raw-prompt workload"
+                    "the workload has chat tasks but the model has no chat template; give one with --chat-template FILE, pick a chat model, or use a raw-prompt workload (e.g. --workload code)"
                         .into(),
                 )
             })?;

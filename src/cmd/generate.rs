@@ -51,21 +51,14 @@ fn prompt_text(args: &GenerateArgs, loaded: &Loaded) -> anyhow::Result<String> {
             .clone()
             .unwrap_or_else(|| DEFAULT_PROMPT.to_string()));
     };
-    let own_template;
-    let template = match &args.chat_template {
-        Some(file) => {
-            own_template = model::template_file(file, &loaded.tokenizer)?;
-            &own_template
-        }
-        None => loaded.chat.as_ref().ok_or_else(|| ConfigError::Flag {
-            flag: "--chat".into(),
-            value: user.clone(),
-            reason: format!(
-                "{} has no chat template (no tokenizer.chat_template in its metadata); give one with --chat-template FILE, or use --prompt with raw text",
-                loaded.path.path().display()
-            ),
-        })?,
-    };
+    let template = loaded.chat.as_ref().ok_or_else(|| ConfigError::Flag {
+        flag: "--chat".into(),
+        value: user.clone(),
+        reason: format!(
+            "{} has no chat template (no tokenizer.chat_template in its metadata); give one with --chat-template FILE, or use --prompt with raw text",
+            loaded.path.path().display()
+        ),
+    })?;
     let mut messages = Vec::new();
     if let Some(system) = &args.system {
         messages.push(Message::new("system", system));

@@ -177,6 +177,9 @@ pub struct ModelConfig {
     pub hf_cache_dir: PathBuf,
     pub dtype: WeightDType,
     pub device: DeviceSpec,
+    /// A Jinja chat template file used instead of the model's own (`--chat-template`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<PathBuf>,
 }
 
 /// The default cache for manifest models: `~/.cache/tokfire/models`.

@@ -131,6 +131,9 @@ pub fn load(cfg: &ModelConfig) -> Result<Loaded, ModelError> {
         .map_err(ModelError::candle("synchronizing the device after load"))?;
     loaded.load_time = start.elapsed();
     loaded.path = path;
+    if let Some(file) = &cfg.chat_template {
+        loaded.chat = Some(template_file(file, &loaded.tokenizer)?);
+    }
     Ok(loaded)
 }
 

@@ -5,7 +5,11 @@
 //! aggregate decode tok/s with 2 and 3 sequences in one step. Every case runs `--rounds` times,
 //! ours and stock interleaved; the table shows medians with min–max.
 //!
-//! `cargo bench --bench engine [-- --rounds N --decode N --threads N]`
+//! `--model NAME|FILE` benchmarks another manifest model or GGUF file; the stock column is for
+//! the llama family only (candle's quantized Gemma 3 uses the wrong activation, so it is no
+//! reference), other families show ours alone.
+//!
+//! `cargo bench --bench engine [-- --rounds N --decode N --threads N --model NAME|FILE]`
 
 use std::time::Instant;
 
@@ -25,6 +29,7 @@ struct Args {
     rounds: usize,
     decode: usize,
     threads: Option<usize>,
+    model: Option<String>,
 }
 
 fn args() -> Args {
@@ -32,6 +37,7 @@ fn args() -> Args {
         rounds: 3,
         decode: 64,
         threads: None,
+        model: None,
     };
     let argv: Vec<String> = std::env::args().collect();
     for w in argv.windows(2) {
@@ -39,6 +45,7 @@ fn args() -> Args {
             "--rounds" => a.rounds = w[1].parse().expect("--rounds N"),
             "--decode" => a.decode = w[1].parse().expect("--decode N"),
             "--threads" => a.threads = Some(w[1].parse().expect("--threads N")),
+            "--model" => a.model = Some(w[1].clone()),
             _ => {}
         }
     }
@@ -160,7 +167,11 @@ fn main() {
     let cache = std::env::var_os("TOKFIRE_CACHE")
         .map(Into::into)
         .unwrap_or_else(tokfire::config::default_cache_dir);
-    let path = m.get(&m.default).unwrap().ensure(&cache).unwrap();
+    let name = a.model.clone().unwrap_or_else(|| m.default.clone());
+    let path = match m.get(&name) {
+        Some(entry) => entry.ensure(&cache).unwrap(),
+        None => std::path::PathBuf::from(&name),
+    };
     let cfg = ModelConfig {
         model: path.to_string_lossy().into(),
         cache_dir: cache,
@@ -170,7 +181,7 @@ fn main() {
         chat_template: None,
     };
     let ours = tokfire::model::load(&cfg).unwrap();
-    let mut stock = stock_model(&path);
+    let mut stock = ours.model.as_llama().is_some().then(|| stock_model(&path));
     let (p128, p512) = (
         prompt_of(&ours.tokenizer, 128),
         prompt_of(&ours.tokenizer, 512),
@@ -179,26 +190,31 @@ fn main() {
     let (mut o, mut s): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![vec![]; 5], vec![vec![]; 3]);
     // One untimed warm-up of every shape for both engines.
     ours_prefill(&ours.model, &p128);
-    stock_prefill(&mut stock, &p128);
     ours_decode(&ours.model, short, 3, 4);
-    stock_decode(&mut stock, short, 4);
+    if let Some(st) = stock.as_mut() {
+        stock_prefill(st, &p128);
+        stock_decode(st, short, 4);
+    }
     for r in 0..a.rounds {
         eprintln!("round {}/{}", r + 1, a.rounds);
         o[0].push(128.0 / ours_prefill(&ours.model, &p128));
-        s[0].push(128.0 / stock_prefill(&mut stock, &p128).0);
         o[1].push(512.0 / ours_prefill(&ours.model, &p512));
-        s[1].push(512.0 / stock_prefill(&mut stock, &p512).0);
         o[2].push(ours_decode(&ours.model, short, 1, a.decode));
-        s[2].push(stock_decode(&mut stock, short, a.decode));
+        if let Some(st) = stock.as_mut() {
+            s[0].push(128.0 / stock_prefill(st, &p128).0);
+            s[1].push(512.0 / stock_prefill(st, &p512).0);
+            s[2].push(stock_decode(st, short, a.decode));
+        }
         o[3].push(ours_decode(&ours.model, short, 2, a.decode));
         o[4].push(ours_decode(&ours.model, short, 3, a.decode));
     }
     println!("engine benchmark: {} | {} | {} rounds, median (min–max) tok/s | decode {} tokens after a 16-token prompt", path.display(), tokfire::kernels::describe(), a.rounds, a.decode);
     println!("| case | ours | stock quantized_llama | ours ÷ stock |");
     println!("|---|---|---|---|");
-    row("prefill 128", &o[0], Some(&s[0]));
-    row("prefill 512", &o[1], Some(&s[1]));
-    row("decode, 1 sequence", &o[2], Some(&s[2]));
+    let stock_col = |i: usize| stock.is_some().then_some(s[i].as_slice());
+    row("prefill 128", &o[0], stock_col(0));
+    row("prefill 512", &o[1], stock_col(1));
+    row("decode, 1 sequence", &o[2], stock_col(2));
     row("decode, 2 sequences (aggregate)", &o[3], None);
     row("decode, 3 sequences (aggregate)", &o[4], None);
     let one = stats::median(&o[2]).unwrap();

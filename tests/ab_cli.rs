@@ -178,6 +178,10 @@ fn an_ab_of_engine_budgets_runs_on_one_model_load() {
         .as_ref()
         .expect("linux has /proc");
     assert!(s.own_cpu_s.is_some() && s.wall_s > 0.0);
+    // `report` re-renders the pair as the A/B screen: same arms, verdict and sentinel lines.
+    let again = ok(&["report", o]);
+    assert_eq!(again, screen, "report prints what ab printed");
+    assert!(again.contains("rounds disturbed"), "{again}");
 }
 
 fn one_run(dir: &std::path::Path, wl_text: &str, out: &str) {

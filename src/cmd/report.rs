@@ -1,9 +1,10 @@
 //! `tokfire report RECORD [--run ID|--last|--all] [--format …] [--html FILE]`: re-renders saved
-//! runs exactly as `run` and `sweep` printed them, or as one self-contained HTML page.
+//! runs exactly as `run`, `sweep` and `ab` printed them (an A/B arm as its pair's A/B screen),
+//! or as one self-contained HTML page.
 
 use crate::cli::ReportArgs;
 use crate::config::run::Format;
-use crate::record::io;
+use crate::record::{io, RunRecord};
 use crate::report::text;
 
 pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
@@ -35,6 +36,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
                 .collect();
             text::json_array(&all)
         }
+        Format::Text => text_screens(&file.runs, &runs),
         format => runs
             .iter()
             .map(|r| text::render(r, format))
@@ -48,6 +50,34 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
         eprintln!("HTML report written to {}", path.display());
     }
     Ok(())
+}
+
+/// Each selected run as its verb printed it: an A/B arm as the A/B screen of its pair (once per
+/// pair, with the verdict and the noise sentinel), any other run as its sheet.
+fn text_screens(all: &[RunRecord], selected: &[&RunRecord]) -> String {
+    let mut shown: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for run in selected {
+        let Some(ab) = &run.ab else {
+            out.push(text::render(run, Format::Text));
+            continue;
+        };
+        if shown.contains(&ab.pair.as_str()) {
+            continue;
+        }
+        let arm = |name: &str| {
+            all.iter()
+                .find(|r| r.ab.as_ref().is_some_and(|x| x.pair == ab.pair && x.arm == name))
+        };
+        match (arm("A"), arm("B")) {
+            (Some(a), Some(b)) => {
+                shown.push(&ab.pair);
+                out.push(crate::report::ab::screen(a, b));
+            }
+            _ => out.push(text::render(run, Format::Text)),
+        }
+    }
+    out.join("\n")
 }
 
 fn html_page(run: &crate::record::RunRecord) -> String {

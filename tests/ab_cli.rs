@@ -184,6 +184,26 @@ fn an_ab_of_engine_budgets_runs_on_one_model_load() {
     assert!(again.contains("rounds disturbed"), "{again}");
 }
 
+#[test]
+fn expect_load_samples_a_load_per_measured_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let o = dir.path().join("ab.json");
+    let (m, wl, o) = (m.to_str().unwrap(), wl.to_str().unwrap(), o.to_str().unwrap());
+    let mut a = vec!["ab", "--vary", "dtype=q,f32", "--expect", "load", "--rounds", "3"];
+    a.extend(args(m, wl, o));
+    let screen = ok(&a);
+    assert!(screen.contains("load"), "{screen}");
+    let file = read(std::path::Path::new(o));
+    for run in &file.runs {
+        let rounds = &run.ab.as_ref().unwrap().rounds;
+        assert_eq!(rounds.len(), 3);
+        assert!(rounds.iter().all(|r| r.load_s.is_some_and(|s| s > 0.0)), "{rounds:?}");
+    }
+    let v = file.runs[1].ab.as_ref().unwrap().verdict.as_ref().unwrap();
+    assert!(v.effect.is_some(), "a load effect from the samples: {v:?}");
+}
+
 fn one_run(dir: &std::path::Path, wl_text: &str, out: &str) {
     let m = tiny(dir);
     let wl = workload(dir, wl_text);

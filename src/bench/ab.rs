@@ -112,7 +112,7 @@ pub fn help() -> String {
         .map(|k| format!("  {:<17} {}\n", k.name, k.help))
         .collect();
     format!(
-        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load, memory (peak RSS per round), aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n",
+        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load (a warm load of the arm's model before each round), memory (peak RSS per round),\n  aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary dtype=q,f16 --expect load\n",
         VERDICT_HELP
     )
 }
@@ -422,9 +422,16 @@ fn rounds(
                 rounds: cfgs[0].rounds + extra,
                 warmup,
             };
+            let load_s = match plan.expect == Metric::Load && !warmup {
+                true => Some(load_sample(&cfgs[arm])?),
+                false => None,
+            };
             one_round(&setup, &mut states[arm], energy, seq, warmup, |d, t| {
                 progress.update(at, d, t)
             })?;
+            if let Some(r) = states[arm].record.ab.as_mut().and_then(|a| a.rounds.last_mut()) {
+                r.load_s = r.load_s.or(load_s);
+            }
             writer.save(&states[arm].record)?;
             seq += 1;
         }
@@ -443,6 +450,13 @@ fn rounds(
         });
         extra += 1;
     }
+}
+
+/// Loads the arm's model once more and drops it: one sample of the warm load clock, taken before
+/// the round so its memory and time stay out of the round's figures.
+fn load_sample(cfg: &RunConfig) -> Result<f64, BenchError> {
+    let loaded = crate::model::load(&cfg.model)?;
+    Ok(loaded.load_time.as_secs_f64())
 }
 
 fn one_round(
@@ -479,6 +493,7 @@ fn one_round(
             .push(ArmRound {
                 peak_rss_bytes: peak,
                 sentinel: Some(seen),
+                load_s: None,
             });
     }
     Ok(())

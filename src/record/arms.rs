@@ -43,6 +43,10 @@ pub struct ArmRound {
     pub peak_rss_bytes: Option<u64>,
     /// What else the machine did meanwhile (none where unreadable).
     pub sentinel: Option<RoundSentinel>,
+    /// A fresh load of the arm's model just before the round, seconds (`--expect load` only:
+    /// the page cache is warm, so this is the warm load clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_s: Option<f64>,
 }
 
 /// The verdict's figures of every measured round of the run's first level.
@@ -70,7 +74,7 @@ pub fn round_figures(run: &RunRecord) -> Vec<RoundFigures> {
                 prefill_tok_s: s.prompt_tok_s,
                 ttft_s: s.ttft_median_s,
                 completion_s: s.completion_median_s,
-                load_s: None,
+                load_s: x.and_then(|x| x.load_s),
                 peak_rss_bytes: x.and_then(|x| x.peak_rss_bytes).or(level.peak_rss_bytes),
                 aggregate_tok_s: s.aggregate_tok_s,
                 disturbed: x

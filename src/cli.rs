@@ -48,20 +48,21 @@ fn bench_help(examples: &str) -> String {
 
 fn run_help() -> String {
     bench_help(
-        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n  tokfire run --workload code --spec lookup --spec-k 4 --lookup-ngram 1..3\n  tokfire run --workload chat --spec layerskip:20 --spec-k 3\n",
+        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n  tokfire run --workload code --spec lookup --spec-k 4 --lookup-ngram 1..3\n  tokfire run --workload chat --spec layerskip:20 --spec-k 3\n  tokfire run --jobs 3 --schedule decode-first --profile\n",
     )
 }
 
 fn sweep_help() -> String {
     bench_help(
-        "  tokfire sweep                                  # chat at 1, 2 and 3 jobs\n  tokfire sweep --workload agent --jobs 1,2,4 --format json\n  tokfire sweep --out-dir ~/bench --trace trace.json\n  tokfire sweep --model gemma3-270m-q4_k_m --workload code\n  tokfire sweep --model gemma3-270m-q4_k_m --chat-template gemma.jinja   # chat on a model without a template\n",
+        "  tokfire sweep                                  # chat at 1, 2 and 3 jobs\n  tokfire sweep --workload agent --jobs 1,2,4 --format json\n  tokfire sweep --out-dir ~/bench --trace trace.json\n  tokfire sweep --schedule prefill-first --profile  # what the scheduler did, per level\n  tokfire sweep --model gemma3-270m-q4_k_m --workload code\n  tokfire sweep --model gemma3-270m-q4_k_m --chat-template gemma.jinja   # chat on a model without a template\n",
     )
 }
 
 const REPORT_HELP: &str = "Examples:
   tokfire report results/sweep-chat.json                 # the last run, as `sweep` printed it
   tokfire report results/sweep-chat.json --all --format csv > all.csv
-  tokfire report results/sweep-chat.json --run ID --html report.html";
+  tokfire report results/sweep-chat.json --run ID --html report.html
+  tokfire report results/sweep-chat.json --profile       # the scheduler profile per level";
 
 const INSPECT_HELP: &str = "Examples:
   tokfire inspect
@@ -281,6 +282,15 @@ pub struct BenchArgs {
     /// Prompt lookup n-gram lengths, MIN..MAX (longest match first).
     #[arg(long, default_value = "1..3", value_name = "MIN..MAX")]
     pub lookup_ngram: String,
+    /// Batching policy: fifo (decodes and prefill chunks in admission order), decode-first
+    /// (stall-free: every decode first, prefill within one chunk per step) or prefill-first
+    /// (prefill-only steps while prompts wait).
+    #[arg(long, value_enum, default_value_t = crate::config::schedule::Schedule::Fifo)]
+    pub schedule: crate::config::schedule::Schedule,
+    /// Also print the scheduler profile: planner clock, queue, KV and budget use, preemptions,
+    /// decode stalls and the worst inter-token gap, per level.
+    #[arg(long)]
+    pub profile: bool,
 }
 
 #[derive(Debug, Args)]
@@ -336,6 +346,9 @@ pub struct ReportArgs {
     /// Also write one self-contained HTML page (sheet, request timeline, distributions, plots).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Also print the scheduler profile of each run (planner clock, queue, KV, stalls).
+    #[arg(long)]
+    pub profile: bool,
 }
 
 const COMPARE_HELP: &str =

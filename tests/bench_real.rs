@@ -21,6 +21,7 @@ fn three_jobs_give_the_same_outputs_as_one_and_really_batch() {
             max_batch_tokens: 512,
             prefill_chunk: 256,
             kv_budget_tokens: 16384,
+            schedule: Default::default(),
         },
         sampling: SamplingConfig::default(),
         max_tokens: Some(12),

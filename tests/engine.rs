@@ -62,6 +62,7 @@ fn engine_outputs_equal_alone_under_batching_chunking_and_preemption() {
                 max_batch_tokens: 512,
                 prefill_chunk: 512,
                 kv_budget_tokens: 10_000,
+                schedule: Default::default(),
             },
         ),
         (
@@ -71,6 +72,7 @@ fn engine_outputs_equal_alone_under_batching_chunking_and_preemption() {
                 max_batch_tokens: 9,
                 prefill_chunk: 5,
                 kv_budget_tokens: 10_000,
+                schedule: Default::default(),
             },
         ),
         (
@@ -80,6 +82,7 @@ fn engine_outputs_equal_alone_under_batching_chunking_and_preemption() {
                 max_batch_tokens: 64,
                 prefill_chunk: 64,
                 kv_budget_tokens: 60,
+                schedule: Default::default(),
             },
         ),
     ];
@@ -121,6 +124,7 @@ fn events_are_ordered_and_complete() {
             max_batch_tokens: 64,
             prefill_chunk: 64,
             kv_budget_tokens: 10_000,
+            schedule: Default::default(),
         },
         4,
     );
@@ -174,6 +178,7 @@ fn an_impossible_request_is_refused_with_the_flag_to_change() {
             max_batch_tokens: 8,
             prefill_chunk: 8,
             kv_budget_tokens: 16,
+            schedule: Default::default(),
         },
         SamplingConfig::default(),
     );

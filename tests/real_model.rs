@@ -187,6 +187,7 @@ fn engine_runs_three_jobs_in_shared_steps_with_the_same_output_as_alone() {
         max_batch_tokens: 2048,
         prefill_chunk: 2048,
         kv_budget_tokens: 8192,
+        schedule: Default::default(),
     };
     let mut e = Engine::new(&m.model, cfg, SamplingConfig::default());
     let prompts = three_prompts(m);

@@ -112,7 +112,17 @@ fn svgs<'a>(doc: &'a Document) -> Vec<Node<'a, 'a>> {
 fn check_page(run: &RunRecord, html: &str) {
     let doc = parse(html).unwrap_or_else(|e| panic!("page is not XML: {e}"));
     let plots = svgs(&doc);
-    assert_eq!(plots.len(), run.levels.len() + 4, "one <svg> per plot");
+    let measured: Vec<usize> = (run.levels.iter().enumerate())
+        .filter(|(_, l)| l.rounds.iter().any(|r| !r.warmup))
+        .map(|(i, _)| i)
+        .collect();
+    let expected = run.levels.len() + 4 + 2 * measured.len();
+    assert_eq!(plots.len(), expected, "one <svg> per plot");
+    for i in measured {
+        for id in [format!("sched-{i}"), format!("budget-{i}")] {
+            assert!(plots.iter().any(|s| s.attribute("id") == Some(&id)), "{id}");
+        }
+    }
     for id in ["ttft", "completion", "rates", "batch"] {
         assert!(plots.iter().any(|s| s.attribute("id") == Some(id)), "{id}");
     }
@@ -322,6 +332,17 @@ fn degenerate_samples_render_without_nan() {
     r.tasks[3].queue_wait_s = -1.0;
     r.wall_s = f64::NAN;
     r.steps[0].step_s = f64::INFINITY;
+    // Scheduler timeline rows beside those steps, one of them preempting.
+    r.timeline = (r.steps.iter())
+        .map(|s| tokfire::record::profile::PlanRow {
+            running: 2,
+            waiting: 1,
+            decode_tokens: s.decode_tokens as u64,
+            kv_tokens: 40,
+            ..Default::default()
+        })
+        .collect();
+    r.timeline[1].preempted = 1;
     // A step that prefilled while others decoded is shaded.
     mixed.levels[1].rounds[3].steps[4].prefill_tokens = 10;
     cases.push(("non-finite samples", mixed));
@@ -338,7 +359,7 @@ fn degenerate_samples_render_without_nan() {
     }
     let html = page(&huge, &sheet(), &verdict());
     let doc = parse(&html).expect("page is XML");
-    assert_eq!(svgs(&doc).len(), huge.levels.len() + 4);
+    assert_eq!(svgs(&doc).len(), 3 * huge.levels.len() + 4);
     assert!(html.len() < 1_000_000, "{} bytes", html.len());
 }
 

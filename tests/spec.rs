@@ -19,6 +19,7 @@ fn cfg(max_seqs: usize, max_batch_tokens: usize, prefill_chunk: usize) -> Schedu
         max_batch_tokens,
         prefill_chunk,
         kv_budget_tokens: 100_000,
+        schedule: Default::default(),
     }
 }
 

@@ -100,6 +100,13 @@ pub const KEYS: &[Key] = &[
         reload: true,
         drift: Some("a different model writes different text"),
     },
+    Key {
+        name: "schedule",
+        help: "batching policy: fifo, decode-first, prefill-first",
+        paths: &["engine.schedule"],
+        reload: false,
+        drift: None,
+    },
 ];
 
 /// Keys named in the design that this build cannot vary yet.
@@ -367,6 +374,7 @@ fn share(a: &RunRecord, b: &mut RunRecord, cfg: &RunConfig) {
         max_batch_tokens: cfg.engine.max_batch_tokens,
         prefill_chunk: cfg.engine.prefill_chunk,
         kv_budget_tokens: cfg.engine.kv_budget.tokens(a.model.kv_bytes_per_token),
+        schedule: cfg.engine.schedule,
     };
 }
 

@@ -152,6 +152,7 @@ pub(crate) fn round_record(events: &[Event], start: Instant, done: &[TaskDone]) 
         tasks,
         steps,
         spec: super::spec_samples::spec_sample(events),
+        timeline: super::timeline::timeline(events),
     }
 }
 

@@ -145,6 +145,7 @@ pub(crate) fn prepare(
         max_batch_tokens: cfg.engine.max_batch_tokens,
         prefill_chunk: cfg.engine.prefill_chunk,
         kv_budget_tokens: cfg.engine.kv_budget.tokens(record.model.kv_bytes_per_token),
+        schedule: cfg.engine.schedule,
     };
     for task in &workload.tasks {
         render(&loaded, workload::TaskRun::new(task).prompt())?;

@@ -175,6 +175,17 @@ fn set(cfg: &mut RunConfig, key: &str, v: &str) -> Result<(), ConfigError> {
             })?
         }
         "model" => cfg.model.model = v.to_string(),
+        "schedule" => {
+            use crate::config::schedule::Schedule;
+            cfg.engine.schedule =
+                <Schedule as clap::ValueEnum>::from_str(v, true).map_err(|_| {
+                    bad(
+                        "--vary",
+                        &format!("schedule={v}"),
+                        "expected fifo, decode-first or prefill-first",
+                    )
+                })?
+        }
         _ => unreachable!("keys are checked against KEYS first"),
     }
     cfg.validate(true)

@@ -31,6 +31,7 @@ pub(crate) fn config(
             max_batch_tokens: args.max_batch_tokens,
             prefill_chunk: args.prefill_chunk,
             kv_budget: KvBudget::parse(&args.kv_budget)?,
+            schedule: args.schedule,
         },
         max_tokens: args.max_tokens,
         out: args
@@ -93,6 +94,9 @@ pub(crate) fn run(verb: &str, args: &BenchArgs, jobs: Vec<usize>) -> anyhow::Res
     };
     let record = crate::bench::sweep::run(&cfg, command, hooks)?;
     print!("{}", report::text::render(&record, cfg.format));
+    if args.profile {
+        print!("\n{}", report::profile::screen(&record));
+    }
     eprintln!(
         "record appended to {}, summary to {}",
         cfg.out.display(),

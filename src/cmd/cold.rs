@@ -131,6 +131,7 @@ fn plan(args: &ColdArgs) -> anyhow::Result<ColdPlan> {
             max_batch_tokens: 512,
             prefill_chunk: 256,
             kv_budget: KvBudget::Tokens(16384),
+            schedule: Default::default(),
         },
         max_tokens: Some(max_tokens),
         out: args

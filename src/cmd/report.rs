@@ -44,6 +44,11 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
             .join("\n"),
     };
     print!("{out}");
+    if args.profile {
+        for r in runs.iter().filter(|r| r.cold.is_none()) {
+            print!("\n{}", crate::report::profile::screen(r));
+        }
+    }
     if let Some(path) = &args.html {
         let page = html_page(runs.last().expect("select returns at least one run"));
         write_file(path, &page)?;

@@ -80,6 +80,9 @@ pub struct EngineSettings {
     /// Longest prefill chunk of one sequence in one step.
     pub prefill_chunk: usize,
     pub kv_budget: KvBudget,
+    /// How a step is shared between decodes and prefill (`fifo` in older records).
+    #[serde(default)]
+    pub schedule: crate::config::schedule::Schedule,
 }
 
 /// A whole `run` / `sweep`.

@@ -78,6 +78,29 @@ pub enum EventKind {
         proposed: usize,
         accepted: usize,
     },
+    /// What the planner decided for the step and what deciding cost; right after `StepStart`.
+    StepPlan(StepPlan),
+}
+
+/// The scheduler's side of one step (the `StepStart` counts are the fed tokens).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StepPlan {
+    /// Wall time of `schedule()` alone, ns.
+    pub plan_ns: u64,
+    /// Sequences running once the step's admissions are made (planned or not).
+    pub running: usize,
+    /// Requests still waiting after the step's admissions.
+    pub waiting: usize,
+    /// Requests admitted for this step.
+    pub admitted: usize,
+    /// Sequences preempted (cache dropped) before this step.
+    pub preempted: usize,
+    /// Draft tokens the step verifies beside the fed tokens.
+    pub draft_tokens: usize,
+    /// Running sequences ready to decode that the plan gave no token (they wait the step out).
+    pub skipped_decodes: usize,
+    /// KV tokens held during the forward (cached before the step + every token it feeds).
+    pub kv_tokens: usize,
 }
 
 /// One event, stamped when it happened.
@@ -187,7 +210,9 @@ impl<'m> Engine<'m> {
     /// Runs one step; false when there was nothing to do.
     pub(crate) fn step(&mut self) -> Result<bool, EngineError> {
         let _span = tracing::trace_span!("engine_step").entered();
+        let plan_start = Instant::now();
         let plan = self.sched.schedule();
+        let plan_ns = plan_start.elapsed().as_nanos() as u64;
         if plan.items.is_empty() {
             if self.pending() > 0 {
                 return Err(EngineError::Invalid("the scheduler cannot fit any pending request in the budgets; raise --kv-budget or --max-batch-tokens".into()));
@@ -195,6 +220,7 @@ impl<'m> Engine<'m> {
             return Ok(false);
         }
         self.note_plan(&plan);
+        self.event(None, EventKind::StepPlan(self.step_plan(&plan, plan_ns)));
         let mut caches = Vec::with_capacity(plan.items.len());
         for item in &plan.items {
             let s = self
@@ -317,6 +343,19 @@ impl<'m> Engine<'m> {
                 decode_tokens: decode,
             },
         );
+    }
+
+    fn step_plan(&self, plan: &Plan, plan_ns: u64) -> StepPlan {
+        StepPlan {
+            plan_ns,
+            running: self.sched.running(),
+            waiting: self.sched.waiting(),
+            admitted: plan.admitted.len(),
+            preempted: plan.preempted.len(),
+            draft_tokens: plan.items.iter().map(|i| i.draft).sum(),
+            skipped_decodes: self.sched.unplanned_decodes(plan),
+            kv_tokens: self.sched.kv_tokens() + plan.tokens(),
+        }
     }
 
     /// Samples the next token; true when it is a stop token.

@@ -6,6 +6,8 @@
 //! the step it preempts the most recently admitted sequence by recompute: its cache is dropped and
 //! it goes back to the head of the queue, to re-prefill its prompt and the tokens it had generated.
 //! The queue is strict FIFO (a request that does not fit blocks those behind it), so nobody starves.
+//! That is the `fifo` policy; `decode-first` and `prefill-first` share the step differently
+//! (`policy.rs`). This module holds the state; the policies plan from it.
 
 use std::collections::VecDeque;
 
@@ -25,6 +27,9 @@ pub struct SchedulerConfig {
     pub prefill_chunk: usize,
     /// Most tokens held in KV caches across running sequences.
     pub kv_budget_tokens: usize,
+    /// How a step is shared between decodes and prefill (`fifo` in older records).
+    #[serde(default)]
+    pub schedule: crate::config::schedule::Schedule,
 }
 
 /// What one sequence does in a step.
@@ -76,6 +81,11 @@ impl Seq {
     /// Prompt plus sampled tokens: everything the cache must eventually hold.
     fn known(&self) -> usize {
         self.prompt_len + self.generated
+    }
+
+    /// Whether its next item is a single decode token (its prompt is prefilled).
+    fn decoding(&self) -> bool {
+        self.cached > 0 && self.known() - self.cached == 1 && self.generated > 0
     }
 }
 
@@ -138,46 +148,30 @@ impl Scheduler {
     /// the budgets at all (the caller reports it).
     pub fn schedule(&mut self) -> Plan {
         let _span = tracing::trace_span!("schedule").entered();
-        let mut plan = Plan::default();
-        self.preempt_for_kv(&mut plan);
-        let mut tokens = 0;
-        let mut kv = self.running.iter().map(|s| s.cached).sum::<usize>();
-        for s in &self.running {
-            if let Some(item) = self.item_for(
-                s,
-                self.cfg.max_batch_tokens - tokens,
-                self.cfg.kv_budget_tokens - kv,
-            ) {
-                tokens += item.len + item.draft;
-                kv += item.len + item.draft;
-                plan.items.push(item);
-            }
-        }
-        while self.running.len() < self.cfg.max_seqs {
-            let Some(head) = self.waiting.front() else {
-                break;
-            };
-            if head.known() > self.cfg.kv_budget_tokens - kv {
-                break; // admit only what can hold its whole prompt, or it would be preempted at once
-            }
-            let Some(item) = self.item_for(
-                head,
-                self.cfg.max_batch_tokens - tokens,
-                self.cfg.kv_budget_tokens - kv,
-            ) else {
-                break;
-            };
-            tokens += item.len;
-            kv += item.len;
-            plan.items.push(item);
-            plan.admitted.push(head.id);
-            let seq = self
-                .waiting
-                .pop_front()
-                .expect("head exists; this is a bug");
-            self.running.push(seq);
-        }
-        plan
+        policy::plan(self)
+    }
+
+    /// Requests waiting for admission.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Requests admitted and not finished.
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Tokens held in the running sequences' KV caches now.
+    pub fn kv_tokens(&self) -> usize {
+        self.running.iter().map(|s| s.cached).sum()
+    }
+
+    /// Running sequences ready to decode that `plan` gives no item (they wait this step out).
+    pub fn unplanned_decodes(&self, plan: &Plan) -> usize {
+        self.running
+            .iter()
+            .filter(|s| s.decoding() && !plan.items.iter().any(|i| i.id == s.id))
+            .count()
     }
 
     /// Records that `item` ran and, when it sampled, whether that token finished the sequence
@@ -211,7 +205,7 @@ impl Scheduler {
             .min(self.cfg.prefill_chunk.max(1))
             .min(tokens_left)
             .min(kv_left);
-        let decode = s.cached > 0 && todo == 1 && s.generated > 0;
+        let decode = s.decoding();
         // A drafted decode never overshoots the output limit, the step or the KV budget.
         let draft = match decode {
             true => self
@@ -249,6 +243,9 @@ impl Scheduler {
         }
     }
 }
+
+#[path = "policy.rs"]
+mod policy;
 
 #[cfg(test)]
 #[path = "scheduler_tests.rs"]

@@ -16,6 +16,7 @@ fn cfg(
         max_batch_tokens,
         prefill_chunk,
         kv_budget_tokens: kv,
+        schedule: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod arms;
 pub mod cold;
 pub mod diff;
 pub(crate) mod io;
+pub mod profile;
 pub mod spec;
 pub mod summary;
 pub(crate) mod verdict;
@@ -167,6 +168,9 @@ pub struct RoundRecord {
     /// Speculation counters (all zero without speculation; absent in older records).
     #[serde(default)]
     pub spec: spec::SpecSample,
+    /// The scheduler's side of every step, aligned with `steps` (absent in older records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<profile::PlanRow>,
 }
 
 /// One engine step as the scheduler planned it.

@@ -66,6 +66,9 @@ pub struct LevelSummary {
     /// Speculative decoding's figures (empty without speculation).
     #[serde(default, flatten)]
     pub spec: super::spec::SpecFigures,
+    /// The scheduler's figures (empty for records without a timeline).
+    #[serde(default, flatten)]
+    pub profile: super::profile::ProfileFigures,
 }
 
 fn measured(level: &LevelRecord) -> impl Iterator<Item = &RoundRecord> {
@@ -169,6 +172,7 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
             }),
             tokens,
         ),
+        profile: Default::default(),
     }
 }
 
@@ -228,6 +232,7 @@ impl LevelSummary {
             prefill_step_fraction: None,
             joules_per_token: None,
             spec: Default::default(),
+            profile: Default::default(),
         }
     }
 }
@@ -251,7 +256,14 @@ pub struct RunSummary {
 
 /// Derives the summary of a run; `headroom` is the margin a comfortable level should keep.
 pub fn summarize_run(run: &RunRecord) -> RunSummary {
-    let levels: Vec<LevelSummary> = run.levels.iter().map(summarize).collect();
+    let levels: Vec<LevelSummary> = run
+        .levels
+        .iter()
+        .map(|l| LevelSummary {
+            profile: super::profile::figures(&measured(l).collect::<Vec<_>>(), &run.scheduler),
+            ..summarize(l)
+        })
+        .collect();
     let verdicts: Vec<LevelVerdict> = levels
         .iter()
         .map(|s| verdict::judge(s, &run.workload.criteria, run.config.headroom))
@@ -354,6 +366,7 @@ mod tests {
             ],
             steps: vec![step(2, 2), step(2, 2), step(1, 1), step(2, 1), prefill],
             spec: Default::default(),
+            timeline: vec![],
         };
         let mut warm = round.clone();
         warm.warmup = true;

@@ -70,6 +70,19 @@ macro_rules! figure {
     };
 }
 
+macro_rules! profile {
+    ($key:literal, $header:literal, $sheet:expr, $def:literal, $field:ident, $text:expr) => {
+        Column {
+            key: $key,
+            header: $header,
+            definition: $def,
+            in_sheet: $sheet,
+            value: |s| Value::Num(s.profile.$field),
+            text: |s| ($text)(s.profile.$field),
+        }
+    };
+}
+
 /// Every per-level figure, in sheet order.
 pub(crate) const COLUMNS: &[Column] = &[
     count!("jobs", "jobs", true, "concurrent jobs (independent clients of the one engine)", jobs),
@@ -171,6 +184,32 @@ pub(crate) const COLUMNS: &[Column] = &[
         in_sheet: false,
         value: |s| Value::Num(s.spec.spec_verify_ms_per_token),
         text: |s| num(s.spec.spec_verify_ms_per_token, 2),
+    },    profile!("worst_gap_ms", "worst gap ms", true, "the longest gap between two tokens of one answer over the measured rounds (the stall a person notices), ms", worst_gap_ms, |v| num(v, 0)),
+    profile!("stall_share", "stall share", false, "decode stalls / decode time: time steps with prompt tokens added to running answers' next tokens, over the sum of all inter-token gaps", stall_share, pct),
+    Column {
+        key: "stalls",
+        header: "stalls",
+        definition: "decode stalls: (answer, step) pairs where a step with prompt tokens delayed a running answer's next token",
+        in_sheet: false,
+        value: |s| Value::Count(s.profile.stalls),
+        text: |s| s.profile.stalls.to_string(),
+    },
+    profile!("stall_ms_median", "stall med ms", false, "a stall: a step's time beyond the median decode-only step of the same decode count (the whole step for a ready answer it skipped), median, ms", stall_ms_median, |v| num(v, 1)),
+    profile!("stall_ms_worst", "stall worst ms", false, "the worst stall, ms", stall_ms_worst, |v| num(v, 1)),
+    profile!("plan_us_median", "plan us med", false, "planner clock: time in the scheduler's planning per step, median, microseconds", plan_us_median, |v| num(v, 1)),
+    profile!("plan_us_max", "plan us max", false, "planner clock, slowest step, microseconds", plan_us_max, |v| num(v, 1)),
+    profile!("plan_fraction", "plan share", false, "planner time / wall time", plan_fraction, |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{:.3} %", v * 100.0))),
+    profile!("queue_mean", "queue mean", false, "requests waiting for admission per step, mean", queue_mean, |v| num(v, 2)),
+    profile!("queue_max", "queue max", false, "requests waiting for admission per step, most", queue_max, |v| num(v, 0)),
+    profile!("kv_peak_fraction", "KV peak %", false, "most KV tokens held in one step / the KV budget", kv_peak_fraction, pct),
+    profile!("budget_fill", "budget fill", false, "tokens per step / --max-batch-tokens, mean over steps", budget_fill, pct),
+    Column {
+        key: "preemptions",
+        header: "preempt",
+        definition: "sequences preempted (cache dropped, recomputed later) over the measured rounds",
+        in_sheet: false,
+        value: |s| Value::Count(s.profile.preemptions),
+        text: |s| s.profile.preemptions.to_string(),
     },
 ];
 

@@ -10,7 +10,8 @@
 //!    is drawn only when both its ends are finite and its length is above zero**; bars narrower
 //!    than one pixel are widened to one so they can be hovered. At most 512 lanes are drawn.
 //!    Steps that carried prompt tokens while sequences were decoding are shaded: there, prefill
-//!    stalled the decoders;
+//!    stalled the decoders. Under it, the scheduler timelines of the same round (running and
+//!    waiting sequences with preemptions, KV and step budget use; `html_sched.rs`);
 //! 2. TTFT and 3. completion distributions per level: every sample a dot (jittered sideways by
 //!    a fixed sequence, so the page is the same on every render), the median a line;
 //! 4. per-job tok/s (median and slowest job) and aggregate tok/s against jobs;
@@ -87,6 +88,7 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
     out.push_str("</ul>\n<h2>Request timelines</h2>\n");
     for (i, level) in run.levels.iter().enumerate() {
         out.push_str(&timeline(level, i));
+        out.push_str(&super::html_sched::charts(run, level, i));
     }
     if run.levels.is_empty() {
         out.push_str("<p>No level was run, so there is no timeline.</p>\n");

@@ -27,6 +27,8 @@ pub struct RoundSetup<'a> {
     pub stop: Option<&'a AtomicUsize>,
     /// Speculative decoding (`--spec`, `--spec-k`, `--lookup-ngram`).
     pub spec: crate::config::spec::SpecConfig,
+    /// The loaded draft model of `--spec draft:MODEL`.
+    pub draft: Option<&'a Loaded>,
 }
 
 /// A finished round: its samples, the raw events (for a trace) and the KV high-water mark.
@@ -36,6 +38,8 @@ pub struct RoundOutput {
     pub peak_kv_bytes: u64,
     /// Which job sent each request.
     pub job_of: HashMap<RequestId, usize>,
+    /// The drafter's KV high-water mark, bytes (0 without a drafter that keeps a cache).
+    pub peak_draft_kv_bytes: u64,
 }
 
 struct Active {
@@ -189,14 +193,15 @@ pub fn run_round(
         done: Vec::new(),
         stop: setup.loaded.tokenizer.info.eos_id.into_iter().collect(),
     };
-    if let Some(drafter) = crate::spec::drafter(&setup.spec, &setup.loaded.model)? {
+    let draft = setup.draft.map(|d| &d.model);
+    if let Some(drafter) = crate::spec::drafter_with(&setup.spec, &setup.loaded.model, draft)? {
         d.engine.set_speculation(drafter, setup.spec.k)?;
     }
     let start = Instant::now();
     for j in 0..jobs {
         d.start_next(j)?;
     }
-    let (mut seen, mut finished_tasks, mut peak_kv) = (0, 0, 0u64);
+    let (mut seen, mut finished_tasks, mut peak_kv, mut peak_draft) = (0, 0, 0u64, 0u64);
     let stopped = || setup.stop.is_some_and(|s| s.load(Ordering::Relaxed) != 0);
     loop {
         if stopped() {
@@ -206,6 +211,7 @@ pub fn run_round(
             break;
         }
         peak_kv = peak_kv.max(d.engine.kv_bytes() as u64);
+        peak_draft = peak_draft.max(d.engine.drafter_kv_bytes() as u64);
         let ended: Vec<(RequestId, FinishReason)> = d.engine.events()[seen..]
             .iter()
             .filter_map(|ev| match (ev.id, &ev.kind) {
@@ -226,6 +232,7 @@ pub fn run_round(
         events,
         peak_kv_bytes: peak_kv,
         job_of: d.owner,
+        peak_draft_kv_bytes: peak_draft,
     })
 }
 

@@ -201,7 +201,7 @@ pub fn run_round(
     for j in 0..jobs {
         d.start_next(j)?;
     }
-    let (mut seen, mut finished_tasks, mut peak_kv, mut peak_draft) = (0, 0, 0u64, 0u64);
+    let (mut seen, mut finished_tasks, mut peak_kv) = (0, 0, 0u64);
     let stopped = || setup.stop.is_some_and(|s| s.load(Ordering::Relaxed) != 0);
     loop {
         if stopped() {
@@ -211,7 +211,6 @@ pub fn run_round(
             break;
         }
         peak_kv = peak_kv.max(d.engine.kv_bytes() as u64);
-        peak_draft = peak_draft.max(d.engine.drafter_kv_bytes() as u64);
         let ended: Vec<(RequestId, FinishReason)> = d.engine.events()[seen..]
             .iter()
             .filter_map(|ev| match (ev.id, &ev.kind) {
@@ -232,7 +231,7 @@ pub fn run_round(
         events,
         peak_kv_bytes: peak_kv,
         job_of: d.owner,
-        peak_draft_kv_bytes: peak_draft,
+        peak_draft_kv_bytes: d.engine.drafter_peak_kv_bytes() as u64,
     })
 }
 

@@ -28,9 +28,9 @@ impl<'m> Speculation<'m> {
 }
 
 impl Engine<'_> {
-    /// KV-cache bytes the drafter holds now (0 without speculation).
-    pub fn drafter_kv_bytes(&self) -> usize {
-        self.spec.as_ref().map_or(0, |s| s.drafter.kv_bytes())
+    /// The most KV-cache bytes the drafter has held at once (0 without speculation).
+    pub fn drafter_peak_kv_bytes(&self) -> usize {
+        self.spec.as_ref().map_or(0, |s| s.drafter.peak_kv_bytes())
     }
 
     /// The proposal of each plan item, in plan order (empty for items that do not decode or

@@ -40,8 +40,8 @@ pub trait Drafter {
     fn propose(&mut self, seqs: &[DraftInput]) -> Result<Vec<Vec<u32>>, EngineError>;
     /// The sequence `id` has finished or was preempted: forget its state.
     fn release(&mut self, _id: u64) {}
-    /// KV-cache bytes the drafter holds now (0 for a drafter without a model).
-    fn kv_bytes(&self) -> usize {
+    /// The most KV-cache bytes the drafter has held at once (0 for a drafter without a model).
+    fn peak_kv_bytes(&self) -> usize {
         0
     }
 }

@@ -39,6 +39,8 @@ enum Net<'m> {
 pub struct ModelDrafter<'m> {
     net: Net<'m>,
     seqs: HashMap<u64, SeqState>,
+    /// The most KV bytes held at once so far.
+    peak_kv: usize,
 }
 
 impl<'m> ModelDrafter<'m> {
@@ -47,6 +49,7 @@ impl<'m> ModelDrafter<'m> {
         Self {
             net: Net::First(model, layers.clamp(1, model.cfg.layers)),
             seqs: HashMap::new(),
+            peak_kv: 0,
         }
     }
 
@@ -55,6 +58,7 @@ impl<'m> ModelDrafter<'m> {
         Self {
             net: Net::Whole(model),
             seqs: HashMap::new(),
+            peak_kv: 0,
         }
     }
 
@@ -147,6 +151,7 @@ impl Drafter for ModelDrafter<'_> {
                 .filter(|&j| out[slots[j]].len() < seqs[slots[j]].k)
                 .collect();
             if keep.is_empty() {
+                self.peak_kv = self.peak_kv.max(self.kv_bytes());
                 return Ok(out);
             }
             let fed: Vec<Vec<u32>> = keep.iter().map(|&j| vec![next[j]]).collect();
@@ -160,8 +165,8 @@ impl Drafter for ModelDrafter<'_> {
         self.seqs.remove(&id);
     }
 
-    fn kv_bytes(&self) -> usize {
-        ModelDrafter::kv_bytes(self)
+    fn peak_kv_bytes(&self) -> usize {
+        self.peak_kv
     }
 }
 

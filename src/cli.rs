@@ -48,7 +48,7 @@ fn bench_help(examples: &str) -> String {
 
 fn run_help() -> String {
     bench_help(
-        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n  tokfire run --workload code --spec lookup --spec-k 4 --lookup-ngram 1..3\n  tokfire run --workload chat --spec layerskip:20 --spec-k 3\n  tokfire run --jobs 3 --schedule decode-first --profile\n",
+        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n  tokfire run --workload code --spec lookup --spec-k 4 --lookup-ngram 1..3\n  tokfire run --workload chat --spec layerskip:20 --spec-k 3\n  tokfire run --jobs 3 --schedule decode-first --profile\n  tokfire run --dtype f32 --spec draft:smollm2-135m-instruct-q4_1 --jobs 3\n",
     )
 }
 
@@ -272,9 +272,11 @@ pub struct BenchArgs {
     /// measures, e.g. --note 'fan loud' --note 'laptop on battery'.
     #[arg(long, value_name = "TEXT")]
     pub note: Vec<String>,
-    /// Speculative decoding: none, lookup (prompt lookup drafting) or layerskip:L (the model's
-    /// first L layers draft); greedy decoding only.
-    #[arg(long, default_value = "none", value_name = "none|lookup|layerskip:L")]
+    /// Speculative decoding: none, lookup (prompt lookup drafting), layerskip:L (the model's
+    /// first L layers draft), draft:MODEL (a second model with the same vocabulary) or mtp (the
+    /// checkpoint's own nextn layers); greedy decoding only. A --spec run also runs --spec none
+    /// on the same model, rounds interleaved, unless --no-baseline.
+    #[arg(long, default_value = "none", value_name = "none|lookup|layerskip:L|draft:MODEL|mtp")]
     pub spec: String,
     /// Tokens proposed per sequence per step when speculating.
     #[arg(long, default_value_t = crate::spec::DEFAULT_K, value_name = "K")]
@@ -291,6 +293,13 @@ pub struct BenchArgs {
     /// decode stalls and the worst inter-token gap, per level.
     #[arg(long)]
     pub profile: bool,
+    /// Skip the `--spec none` baseline that a speculative run otherwise interleaves round by
+    /// round on the same loaded model (the report then shows no speedup).
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// How a `--spec draft:MODEL` drafter's weights are held (like --dtype).
+    #[arg(long, value_enum, default_value_t = crate::config::WeightDType::Q)]
+    pub draft_dtype: crate::config::WeightDType,
 }
 
 #[derive(Debug, Args)]

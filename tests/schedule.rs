@@ -160,6 +160,7 @@ fn three_jobs_on_real_weights_have_a_timeline_that_adds_up_under_every_policy() 
             max_tokens: Some(8),
             stop: None,
             spec: Default::default(),
+            draft: None,
         };
         let out = run_round(&setup, 3, |_, _| {}).unwrap();
         let requests = out.job_of.len() as u64;

@@ -263,6 +263,8 @@ fn skeleton(
         levels: Vec::new(),
         summary: None,
         cold: None,
+        baseline: None,
+        drafter: None,
         ab: Some(AbArm {
             arm: arm.into(),
             pair: pair.into(),
@@ -416,6 +418,7 @@ fn rounds(
                 max_tokens: cfgs[arm].max_tokens,
                 stop,
                 spec: cfgs[arm].spec.clone(),
+                draft: None,
             };
             let done_here = states[arm].record.levels[0]
                 .rounds

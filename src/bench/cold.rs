@@ -72,6 +72,8 @@ pub fn run(
             settings: plan.settings.clone(),
             starts: Vec::new(),
         }),
+        baseline: None,
+        drafter: None,
     };
     // Children get the resolved file, so none of them fetches or resolves again.
     let mut model_cfg = plan.config.model.clone();

@@ -3,6 +3,7 @@
 //! engine, raw samples into the record after every round.
 
 pub mod ab;
+pub(crate) mod baseline;
 pub mod cold;
 pub mod cold_child;
 pub mod error;
@@ -10,6 +11,7 @@ pub mod progress;
 pub mod round;
 pub(crate) mod samples;
 pub mod spec_samples;
+pub(crate) mod spec_setup;
 pub(crate) mod sweep;
 pub mod timeline;
 pub(crate) mod trace;

@@ -27,6 +27,8 @@ pub struct RoundSetup<'a> {
     pub stop: Option<&'a AtomicUsize>,
     /// Speculative decoding (`--spec`, `--spec-k`, `--lookup-ngram`).
     pub spec: crate::config::spec::SpecConfig,
+    /// The loaded draft model of `--spec draft:MODEL`.
+    pub draft: Option<&'a Loaded>,
 }
 
 /// A finished round: its samples, the raw events (for a trace) and the KV high-water mark.
@@ -36,6 +38,8 @@ pub struct RoundOutput {
     pub peak_kv_bytes: u64,
     /// Which job sent each request.
     pub job_of: HashMap<RequestId, usize>,
+    /// The drafter's KV high-water mark, bytes (0 without a drafter that keeps a cache).
+    pub peak_draft_kv_bytes: u64,
 }
 
 struct Active {
@@ -189,7 +193,8 @@ pub fn run_round(
         done: Vec::new(),
         stop: setup.loaded.tokenizer.info.eos_id.into_iter().collect(),
     };
-    if let Some(drafter) = crate::spec::drafter(&setup.spec, &setup.loaded.model)? {
+    let draft = setup.draft.map(|d| &d.model);
+    if let Some(drafter) = crate::spec::drafter_with(&setup.spec, &setup.loaded.model, draft)? {
         d.engine.set_speculation(drafter, setup.spec.k)?;
     }
     let start = Instant::now();
@@ -226,6 +231,7 @@ pub fn run_round(
         events,
         peak_kv_bytes: peak_kv,
         job_of: d.owner,
+        peak_draft_kv_bytes: d.engine.drafter_peak_kv_bytes() as u64,
     })
 }
 

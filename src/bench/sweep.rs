@@ -61,9 +61,12 @@ pub(crate) fn run(
         summary: None,
         ab: None,
         cold: None,
+        baseline: None,
+        drafter: None,
     };
     writer.save(&record)?;
     let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {
+        let draft = super::spec_setup::prepare(cfg, &loaded, &mut record)?;
         writer.save(&record)?;
         let setup = RoundSetup {
             loaded: &loaded,
@@ -73,6 +76,7 @@ pub(crate) fn run(
             max_tokens: cfg.max_tokens,
             stop: hooks.stop,
             spec: cfg.spec.clone(),
+            draft: draft.as_ref(),
         };
         levels(
             cfg,
@@ -93,6 +97,7 @@ pub(crate) fn run(
             error: e.to_string(),
         },
     };
+    super::baseline::finish(&mut record);
     writer.save(&record)?;
     (hooks.finished)(&record);
     match result {
@@ -165,6 +170,8 @@ fn levels(
 ) -> Result<(), BenchError> {
     let per_level = cfg.warmup_rounds + cfg.rounds;
     let mut trace = cfg.trace.as_ref().map(|_| Trace::new());
+    super::baseline::start(record);
+    let base_setup = super::baseline::setup(setup);
     for (li, &jobs) in cfg.jobs.iter().enumerate() {
         memory::reset_peak();
         if let Some(t) = trace.as_mut() {
@@ -176,6 +183,7 @@ fn levels(
             peak_kv_bytes: 0,
             rounds: Vec::new(),
         });
+        super::baseline::push_level(record, jobs);
         for r in 0..per_level {
             let warmup = r < cfg.warmup_rounds;
             let at = Position {
@@ -186,7 +194,16 @@ fn levels(
                 rounds: cfg.rounds,
                 warmup,
             };
+            let base_at = super::baseline::At {
+                jobs,
+                index: r,
+                warmup,
+            };
+            super::baseline::round(&base_setup, record, &base_at, energy, |d, t| {
+                progress.update(at, d, t)
+            })?;
             let out = measured_round(setup, jobs, energy, |d, t| progress.update(at, d, t))?;
+            super::spec_setup::note_round(record, &out);
             let level = record.levels.last_mut().expect("level pushed above");
             level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
             level.peak_rss_bytes = memory::peak_rss_bytes();
@@ -252,7 +269,7 @@ pub(crate) fn weight_files(path: &ModelPath) -> Vec<std::path::PathBuf> {
     }
 }
 
-fn model_info(loaded: &Loaded, path: &ModelPath) -> Result<ModelInfo, BenchError> {
+pub(crate) fn model_info(loaded: &Loaded, path: &ModelPath) -> Result<ModelInfo, BenchError> {
     let report = match path {
         ModelPath::Gguf(p) => inspect::inspect_gguf(p)?,
         ModelPath::Safetensors(p) => inspect::inspect_dir(p)?,

@@ -46,6 +46,8 @@ pub(crate) fn config(
             method: crate::spec::SpecMethod::parse(&args.spec)?,
             k: args.spec_k,
             ngram: crate::spec::parse_ngram(&args.lookup_ngram)?,
+            no_baseline: args.no_baseline,
+            draft_dtype: args.draft_dtype,
         },
     };
     let warnings = cfg.validate(args.allow_few_rounds)?;

@@ -20,11 +20,14 @@ pub enum SpecMethod {
     /// Layer-skip self-speculation: the target's first `layers` layers, final norm and head.
     #[serde(rename = "layerskip")]
     LayerSkip { layers: usize },
+    /// A second model with the same vocabulary (anything `--model` accepts), its own KV caches.
+    Draft { model: String },
+    /// The checkpoint's own multi-token-prediction (`nextn`) layers.
+    Mtp,
 }
 
 impl SpecMethod {
-    /// Parses `--spec`: `none` or `lookup`. The other drafters the design names (`draft:MODEL`,
-    /// `layerskip:L`, `mtp`) are refused with a message saying they are not available.
+    /// Parses `--spec`: `none`, `lookup`, `layerskip:L`, `draft:MODEL` or `mtp`.
     pub fn parse(s: &str) -> Result<Self, ConfigError> {
         let t = s.trim();
         let (name, arg) = t.split_once(':').unwrap_or((t, ""));
@@ -39,15 +42,19 @@ impl SpecMethod {
                     "layerskip needs a layer count of at least 1, e.g. --spec layerskip:8",
                 )),
             },
-            "draft" | "mtp" => Err(ConfigError::flag(
+            "draft" if !arg.trim().is_empty() => Ok(Self::Draft {
+                model: arg.trim().to_string(),
+            }),
+            "draft" => Err(ConfigError::flag(
                 "--spec",
                 s,
-                "this drafter is not available in this build; use --spec lookup, --spec layerskip:L or --spec none",
+                "draft needs a model (anything --model accepts), e.g. --spec draft:smollm2-135m-instruct-q4_1",
             )),
+            "mtp" if arg.is_empty() => Ok(Self::Mtp),
             _ => Err(ConfigError::flag(
                 "--spec",
                 s,
-                "unknown drafter; expected none, lookup or layerskip:L",
+                "unknown drafter; expected none, lookup, layerskip:L, draft:MODEL or mtp",
             )),
         }
     }
@@ -58,6 +65,8 @@ impl SpecMethod {
             Self::None => "none".into(),
             Self::Lookup => "lookup".into(),
             Self::LayerSkip { layers } => format!("layerskip:{layers}"),
+            Self::Draft { model } => format!("draft:{model}"),
+            Self::Mtp => "mtp".into(),
         }
     }
 }
@@ -70,6 +79,12 @@ pub struct SpecConfig {
     pub k: usize,
     /// Shortest and longest n-gram prompt lookup matches (inclusive).
     pub ngram: (usize, usize),
+    /// `--no-baseline`: skip the interleaved `--spec none` rounds (no speedup is measured).
+    #[serde(default)]
+    pub no_baseline: bool,
+    /// `--draft-dtype`: how the `draft:MODEL` drafter's weights are held.
+    #[serde(default)]
+    pub draft_dtype: crate::config::WeightDType,
 }
 
 impl Default for SpecConfig {
@@ -78,13 +93,16 @@ impl Default for SpecConfig {
             method: SpecMethod::None,
             k: DEFAULT_K,
             ngram: (1, 3),
+            no_baseline: false,
+            draft_dtype: Default::default(),
         }
     }
 }
 
 impl SpecConfig {
-    /// Checks `--spec-k` and `--lookup-ngram`; greedy decoding is required for speculation.
-    pub fn validate(&self, temperature: f64) -> Result<(), ConfigError> {
+    /// Checks `--spec-k` and `--lookup-ngram` (any temperature: sampled decoding verifies by
+    /// rejection sampling).
+    pub fn validate(&self, _temperature: f64) -> Result<(), ConfigError> {
         if self.k == 0 {
             return Err(ConfigError::flag(
                 "--spec-k",
@@ -100,14 +118,12 @@ impl SpecConfig {
                 "expected MIN..MAX with 1 <= MIN <= MAX, e.g. 1..3",
             ));
         }
-        if self.method != SpecMethod::None && temperature > 0.0 {
-            return Err(ConfigError::flag(
-                "--spec",
-                self.method.label(),
-                "speculation is exact for greedy decoding only; use --temperature 0 or --spec none",
-            ));
-        }
         Ok(())
+    }
+
+    /// Whether a run with these settings also runs the `--spec none` baseline.
+    pub fn runs_baseline(&self) -> bool {
+        self.method != SpecMethod::None && !self.no_baseline
     }
 }
 

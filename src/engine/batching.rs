@@ -146,19 +146,14 @@ impl<'m> Engine<'m> {
     }
 
     /// Speculative decoding: `drafter` proposes up to `k` tokens for each decoding sequence and
-    /// the model verifies them in the step's batched forward. Greedy decoding only (the output
-    /// is then exactly the output without speculation).
+    /// the model verifies them in the step's batched forward. Greedy: the output is exactly the
+    /// output without speculation; sampled: each token follows the sampler's distribution
+    /// (rejection sampling), though the draws differ from a run without speculation.
     pub fn set_speculation(
         &mut self,
         drafter: Box<dyn crate::spec::Drafter + 'm>,
         k: usize,
     ) -> Result<(), EngineError> {
-        if self.sampling.temperature > 0.0 {
-            return Err(EngineError::Invalid(
-                "speculation is exact for greedy decoding only; use --temperature 0 or --spec none"
-                    .into(),
-            ));
-        }
         if k == 0 {
             return Err(EngineError::Invalid(
                 "--spec-k 0 proposes nothing; use at least 1".into(),

@@ -31,6 +31,34 @@ impl Sampler {
     }
 }
 
+impl Sampler {
+    /// Whether tokens are drawn (temperature above 0) rather than picked greedily.
+    pub(crate) fn draws(&self) -> bool {
+        self.cfg.temperature > 0.0
+    }
+
+    /// The distribution this sampler draws from for `logits` (after temperature, top-k and
+    /// top-p), dense over the vocabulary and summing to 1.
+    pub(crate) fn probs(&self, logits: &[f32]) -> Vec<f64> {
+        let cand = candidates(logits, &self.cfg);
+        let total: f64 = cand.iter().map(|c| c.1).sum();
+        let mut p = vec![0.0; logits.len()];
+        if total > 0.0 {
+            for (id, w) in cand {
+                p[id as usize] = w / total;
+            }
+        } else {
+            p[argmax(logits) as usize] = 1.0;
+        }
+        p
+    }
+
+    /// One uniform draw from [0, 1) of this sampler's stream.
+    pub(crate) fn uniform(&mut self) -> f64 {
+        self.rng.random::<f64>()
+    }
+}
+
 /// Pure sampling: `u` in [0, 1) is the uniform draw (ignored when greedy).
 pub(crate) fn sample(logits: &[f32], cfg: &SamplingConfig, u: f64) -> u32 {
     if cfg.temperature <= 0.0 {

@@ -1,6 +1,7 @@
 //! The engine's speculative path: asks the drafter for each decoding sequence's proposal before
-//! the step's forward, then applies the greedy acceptance rule ([`crate::spec::verify`]) to the
-//! logit rows of every drafted position and rolls the target's KV cache back to the accepted
+//! the step's forward, then applies the greedy acceptance rule ([`crate::spec::verify`]), or
+//! with sampling the rejection rule ([`crate::spec::rejection`]), to the logit rows of every
+//! drafted position and rolls the target's KV cache back to the accepted
 //! prefix. A child of `batching` so that it works on the engine's own state.
 
 use std::time::Instant;
@@ -8,6 +9,7 @@ use std::time::Instant;
 use super::{Engine, EventKind};
 use crate::engine::scheduler::{Plan, PlanItem};
 use crate::error::EngineError;
+use crate::spec::rejection::{accept_sampled, DraftDist};
 use crate::spec::{verify::accept_greedy, DraftInput, Drafter};
 
 /// The drafter of a speculative engine.
@@ -26,6 +28,11 @@ impl<'m> Speculation<'m> {
 }
 
 impl Engine<'_> {
+    /// The most KV-cache bytes the drafter has held at once (0 without speculation).
+    pub fn drafter_peak_kv_bytes(&self) -> usize {
+        self.spec.as_ref().map_or(0, |s| s.drafter.peak_kv_bytes())
+    }
+
     /// The proposal of each plan item, in plan order (empty for items that do not decode or
     /// got no proposal). Times the drafter alone.
     pub(super) fn draft(&mut self, plan: &Plan) -> Result<Vec<Vec<u32>>, EngineError> {
@@ -78,8 +85,15 @@ impl Engine<'_> {
             "rows per drafted position; this is a bug"
         );
         let s = self.seqs.get_mut(&item.id).expect("known request");
-        let target: Vec<u32> = rows.iter().map(|r| s.sampler.sample(r)).collect();
-        let kept = accept_greedy(draft, &target);
+        let kept = if s.sampler.draws() {
+            // Every drafter here proposes deterministically: its q is a point mass.
+            let p: Vec<Vec<f64>> = rows.iter().map(|r| s.sampler.probs(r)).collect();
+            let sampler = &mut s.sampler;
+            accept_sampled(draft, DraftDist::Certain, &p, &mut || sampler.uniform())
+        } else {
+            let target: Vec<u32> = rows.iter().map(|r| s.sampler.sample(r)).collect();
+            accept_greedy(draft, &target)
+        };
         let accepted = kept.len() - 1;
         // The cache holds the fed token and every draft; keep the fed token and the accepted
         // drafts (the target's own next token is fed next step, like any decode token).

@@ -6,6 +6,7 @@
 
 pub mod ab;
 pub mod arms;
+pub mod baseline;
 pub mod cold;
 pub mod diff;
 pub(crate) mod io;
@@ -98,6 +99,13 @@ pub struct RunRecord {
     /// `tokfire cold`: every start with its page-cache state and clocks (absent in other runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold: Option<cold::ColdRecord>,
+    /// With `--spec` other than `none` (and without `--no-baseline`): the same levels run with
+    /// `--spec none` on the same loaded model, rounds interleaved with this run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Box<RunRecord>>,
+    /// The drafter's identity and extra memory (absent without speculation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drafter: Option<spec::DrafterInfo>,
 }
 
 impl RunRecord {

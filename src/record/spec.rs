@@ -49,6 +49,30 @@ fn add_at(to: &mut Vec<u64>, from: &[u64]) {
     }
 }
 
+/// The drafter's extra memory and identity (a run with `--spec` other than `none`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DrafterInfo {
+    /// The exact `--spec` value.
+    pub spec: String,
+    /// The draft model of `--spec draft:MODEL` (none for drafters without a model of their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<super::ModelInfo>,
+    /// `--draft-dtype` of a draft model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<crate::config::WeightDType>,
+    /// Draft model load, wall clock, seconds (0 without a draft model).
+    #[serde(default)]
+    pub load_s: f64,
+    /// Extra weight bytes the drafter holds: the draft model's file size (`--draft-dtype q`) or
+    /// parameters × element size (dense); 0 for prompt lookup and layer-skip (the target's own
+    /// weights).
+    #[serde(default)]
+    pub weight_bytes: u64,
+    /// Largest KV-cache bytes the drafter held at once over every round, bytes.
+    #[serde(default)]
+    pub peak_kv_bytes: u64,
+}
+
 /// A level's speculation figures, over its measured rounds (none without speculation).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpecFigures {
@@ -73,6 +97,9 @@ pub struct SpecFigures {
     /// Forward time of verify steps per output token, milliseconds.
     #[serde(default)]
     pub spec_verify_ms_per_token: Option<f64>,
+    /// Against the interleaved `--spec none` baseline (empty without one).
+    #[serde(default, flatten)]
+    pub baseline: super::baseline::VsBaseline,
 }
 
 impl SpecFigures {
@@ -94,6 +121,7 @@ impl SpecFigures {
                 .collect(),
             spec_draft_ms_per_token: per_token(s.draft_s),
             spec_verify_ms_per_token: per_token(s.verify_forward_s),
+            baseline: Default::default(),
         }
     }
 }

@@ -256,7 +256,7 @@ pub struct RunSummary {
 
 /// Derives the summary of a run; `headroom` is the margin a comfortable level should keep.
 pub fn summarize_run(run: &RunRecord) -> RunSummary {
-    let levels: Vec<LevelSummary> = run
+    let mut levels: Vec<LevelSummary> = run
         .levels
         .iter()
         .map(|l| LevelSummary {
@@ -264,6 +264,11 @@ pub fn summarize_run(run: &RunRecord) -> RunSummary {
             ..summarize(l)
         })
         .collect();
+    if let Some(base) = &run.baseline {
+        for (l, v) in levels.iter_mut().zip(super::baseline::compare(base, run)) {
+            l.spec.baseline = v;
+        }
+    }
     let verdicts: Vec<LevelVerdict> = levels
         .iter()
         .map(|s| verdict::judge(s, &run.workload.criteria, run.config.headroom))

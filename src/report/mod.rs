@@ -2,6 +2,7 @@
 //! they never measure.
 
 pub mod ab;
+pub(crate) mod baseline;
 pub(crate) mod clocks;
 pub mod cold;
 pub(crate) mod columns;

@@ -251,18 +251,20 @@ pub fn render(run: &RunRecord, format: Format) -> String {
         }
         Format::Csv => csv_header() + &csv_rows(run, &d.levels),
         Format::Md => format!(
-            "{}\n\n{}\n```\n{}{}```\n\n```\n{}```\n",
+            "{}\n\n{}\n```\n{}{}{}```\n\n```\n{}```\n",
             header(run),
             table_md(run, &d.levels),
             batching(&d.levels),
+            super::baseline::section(run, &d),
             verdicts(run, &d),
             super::summary::one_screen(run, &d)
         ),
         Format::Text => format!(
-            "{}\n\n{}\n{}\n{}\n{}",
+            "{}\n\n{}\n{}{}\n{}\n{}",
             header(run),
             table_text(&d.levels),
             batching(&d.levels),
+            super::baseline::section(run, &d),
             verdicts(run, &d),
             super::summary::one_screen(run, &d)
         ),

@@ -4,12 +4,16 @@
 //! prefill chunks (`LogitRows::All` for a drafted segment) and rolls the target's KV cache back
 //! to the accepted prefix (`KvCache::truncate`).
 //!
-//! Speculation is exact for greedy decoding only: with `--temperature > 0` it is refused (the
-//! engine and the configuration say so), because sampled acceptance would need the drafter's
-//! distribution, which prompt lookup does not have.
+//! Greedy decoding accepts the longest agreeing prefix ([`verify`]), so the output is exactly
+//! the output without speculation. Sampled decoding (`--temperature > 0`) uses the rejection
+//! rule ([`rejection`]); every drafter here proposes deterministically, so its distribution is
+//! a point mass and each output token follows the target's sampling distribution.
 
+pub mod draft_model;
 pub mod lookup;
 pub mod model_draft;
+pub mod mtp;
+pub mod rejection;
 pub mod verify;
 
 pub use crate::config::spec::{parse_ngram, SpecConfig, SpecMethod, DEFAULT_K};
@@ -36,6 +40,10 @@ pub trait Drafter {
     fn propose(&mut self, seqs: &[DraftInput]) -> Result<Vec<Vec<u32>>, EngineError>;
     /// The sequence `id` has finished or was preempted: forget its state.
     fn release(&mut self, _id: u64) {}
+    /// The most KV-cache bytes the drafter has held at once (0 for a drafter without a model).
+    fn peak_kv_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// The drafter these settings ask for on `target` (none for `--spec none`); refuses a
@@ -44,10 +52,28 @@ pub fn drafter<'m>(
     cfg: &SpecConfig,
     target: &'m Model,
 ) -> Result<Option<Box<dyn Drafter + 'm>>, EngineError> {
-    Ok(match cfg.method {
+    drafter_with(cfg, target, None)
+}
+
+/// [`drafter`] with the loaded draft model of `--spec draft:MODEL` (required for it).
+pub fn drafter_with<'m>(
+    cfg: &SpecConfig,
+    target: &'m Model,
+    draft: Option<&'m Model>,
+) -> Result<Option<Box<dyn Drafter + 'm>>, EngineError> {
+    Ok(match &cfg.method {
         SpecMethod::None => None,
         SpecMethod::Lookup => Some(Box::new(lookup::Lookup::new(cfg.ngram.0, cfg.ngram.1))),
-        SpecMethod::LayerSkip { layers } => {
+        SpecMethod::Draft { model } => {
+            let draft = draft.ok_or_else(|| {
+                EngineError::Invalid(format!(
+                    "--spec draft:{model}: the draft model was not loaded; this is a bug"
+                ))
+            })?;
+            Some(Box::new(model_draft::ModelDrafter::whole(draft)))
+        }
+        SpecMethod::Mtp => return Err(mtp::not_available()),
+        &SpecMethod::LayerSkip { layers } => {
             let Some(target) = target.as_llama() else {
                 return Err(EngineError::Invalid(format!(
                     "--spec layerskip:{layers}: layer-skip drafting runs on the llama family; this model is {}: use --spec lookup or --spec none",

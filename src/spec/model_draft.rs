@@ -1,6 +1,7 @@
 //! Drafting with a model: greedy autoregressive proposals from the first `layers` layers of a
-//! model plus its final norm and head. With every layer that is a whole draft model; with fewer
-//! it is layer-skip self-speculation on the target's own weights (no second copy in memory).
+//! llama-family model plus its final norm and head (layer-skip self-speculation on the target's
+//! own weights, no second copy in memory), or from a whole second model of any family
+//! (`--spec draft:MODEL`).
 //!
 //! KV: the drafter keeps its own small cache per sequence, for its layers only. It does not
 //! reuse the target's: the target's cache leaves the engine's hands during the verify forward
@@ -16,6 +17,7 @@ use std::collections::HashMap;
 
 use super::{DraftInput, Drafter};
 use crate::error::EngineError;
+use crate::model::family::Model;
 use crate::model::kv::KvCache;
 use crate::model::llama::{Llama, LogitRows, SeqInput};
 
@@ -25,20 +27,45 @@ struct SeqState {
     fed: Vec<u32>,
 }
 
-/// A drafter running the first `layers` layers of `model`.
+/// The network that drafts.
+enum Net<'m> {
+    /// The first `.1` layers of a llama-family model.
+    First(&'m Llama, usize),
+    /// A whole model.
+    Whole(&'m Model),
+}
+
+/// A drafter running the first `layers` layers of a model, or a whole model.
 pub struct ModelDrafter<'m> {
-    model: &'m Llama,
-    layers: usize,
+    net: Net<'m>,
     seqs: HashMap<u64, SeqState>,
+    /// The most KV bytes held at once so far.
+    peak_kv: usize,
 }
 
 impl<'m> ModelDrafter<'m> {
     /// Drafts with the first `layers` layers of `model` (all of them when `layers` is larger).
     pub fn new(model: &'m Llama, layers: usize) -> Self {
         Self {
-            model,
-            layers: layers.clamp(1, model.cfg.layers),
+            net: Net::First(model, layers.clamp(1, model.cfg.layers)),
             seqs: HashMap::new(),
+            peak_kv: 0,
+        }
+    }
+
+    /// Drafts with every layer of `model` (a draft model apart from the target).
+    pub fn whole(model: &'m Model) -> Self {
+        Self {
+            net: Net::Whole(model),
+            seqs: HashMap::new(),
+            peak_kv: 0,
+        }
+    }
+
+    fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
+        match self.net {
+            Net::First(m, layers) => m.new_cache_layers(capacity, layers),
+            Net::Whole(m) => m.new_cache(capacity),
         }
     }
 
@@ -65,7 +92,10 @@ impl<'m> ModelDrafter<'m> {
             .collect();
         let result = {
             let mut refs: Vec<&mut KvCache> = states.iter_mut().map(|s| &mut s.cache).collect();
-            self.model.forward_first(self.layers, &inputs, &mut refs)
+            match self.net {
+                Net::First(m, layers) => m.forward_first(layers, &inputs, &mut refs),
+                Net::Whole(m) => m.forward(&inputs, &mut refs),
+            }
         };
         for ((id, mut s), t) in ids.iter().zip(states).zip(fed) {
             s.fed.extend_from_slice(t);
@@ -88,9 +118,7 @@ impl Drafter for ModelDrafter<'_> {
         for &i in &live {
             let s = &seqs[i];
             if !self.seqs.contains_key(&s.id) {
-                let cache = self
-                    .model
-                    .new_cache_layers(s.tokens.len() + s.k + 1, self.layers)?;
+                let cache = self.new_cache(s.tokens.len() + s.k + 1)?;
                 self.seqs.insert(
                     s.id,
                     SeqState {
@@ -123,6 +151,7 @@ impl Drafter for ModelDrafter<'_> {
                 .filter(|&j| out[slots[j]].len() < seqs[slots[j]].k)
                 .collect();
             if keep.is_empty() {
+                self.peak_kv = self.peak_kv.max(self.kv_bytes());
                 return Ok(out);
             }
             let fed: Vec<Vec<u32>> = keep.iter().map(|&j| vec![next[j]]).collect();
@@ -134,6 +163,10 @@ impl Drafter for ModelDrafter<'_> {
 
     fn release(&mut self, id: u64) {
         self.seqs.remove(&id);
+    }
+
+    fn peak_kv_bytes(&self) -> usize {
+        self.peak_kv
     }
 }
 

@@ -1,0 +1,126 @@
+//! The speculation screen of a run: the exact speculation flags, then one line per level with
+//! the speedups against the interleaved `--spec none` baseline, the acceptance figures and
+//! whether the output text stayed the same. Reads only the record's summary.
+
+use std::fmt::Write;
+
+use crate::config::spec::{SpecConfig, SpecMethod};
+use crate::record::summary::RunSummary;
+use crate::record::RunRecord;
+
+/// The speculation flags as a user would type them.
+pub(crate) fn flags(spec: &SpecConfig) -> String {
+    let mut out = format!("--spec {} --spec-k {}", spec.method.label(), spec.k);
+    if spec.method == SpecMethod::Lookup {
+        let _ = write!(out, " --lookup-ngram {}..{}", spec.ngram.0, spec.ngram.1);
+    }
+    if matches!(spec.method, SpecMethod::Draft { .. }) {
+        let _ = write!(out, " --draft-dtype {}", dtype_name(spec.draft_dtype));
+    }
+    if spec.no_baseline {
+        out += " --no-baseline";
+    }
+    out
+}
+
+fn dtype_name(d: crate::config::WeightDType) -> String {
+    serde_json::to_value(d)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn times(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("×{v:.2}"))
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The section, or nothing for a run without speculation.
+pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
+    let spec = &run.config.spec;
+    if spec.method == SpecMethod::None {
+        return String::new();
+    }
+    let mut out = String::new();
+    if run.baseline.is_none() {
+        let why = if spec.no_baseline {
+            "--no-baseline"
+        } else {
+            "none recorded"
+        };
+        let _ = writeln!(
+            out,
+            "speculation ({}): no --spec none baseline ({why}), so no speedup is measured",
+            flags(spec)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "speculation ({}) against --spec none on the same loaded model, rounds interleaved:",
+            flags(spec)
+        );
+    }
+    if let Some(dr) = &run.drafter {
+        let weights = match &dr.model {
+            Some(m) => format!(
+                "draft model {} ({} weights as held, loaded in {:.2} s)",
+                m.path.display(),
+                crate::report::bytes(dr.weight_bytes),
+                dr.load_s
+            ),
+            None => "no weights of its own".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  drafter: {weights}; its KV peak {}",
+            crate::report::bytes(dr.peak_kv_bytes)
+        );
+    }
+    for l in &d.levels {
+        let s = &l.spec;
+        let b = &s.baseline;
+        let mut line = format!("  {:<7} ", plural(l.jobs, "job") + ":");
+        if run.baseline.is_some() {
+            let same = match b.spec_outputs_identical.as_str() {
+                "yes" => "outputs identical".to_string(),
+                "no" if run.config.sampling.temperature > 0.0 => format!(
+                    "outputs differ ({}; expected with sampling)",
+                    b.spec_differing_tasks.join(", ")
+                ),
+                "no" => format!("outputs DIFFER ({})", b.spec_differing_tasks.join(", ")),
+                _ => "outputs n/a".to_string(),
+            };
+            let _ = write!(
+                line,
+                "decode {} (rounds {}–{}), TTFT {}, completion {}; {}; ",
+                times(b.spec_decode_speedup),
+                times(b.spec_decode_speedup_min),
+                times(b.spec_decode_speedup_max),
+                times(b.spec_ttft_speedup),
+                times(b.spec_completion_speedup),
+                same,
+            );
+        }
+        let _ = writeln!(
+            line,
+            "accepted {} of {} drafted ({}), {} tokens per verify; {}{}",
+            s.spec_accepted,
+            plural(s.spec_proposed as usize, "token"),
+            s.spec_acceptance
+                .map_or("n/a".into(), |a| format!("{:.0} %", a * 100.0)),
+            s.spec_accepted_len
+                .map_or("n/a".into(), |v| format!("{v:.2}")),
+            plural(l.rounds, "round"),
+            if run.baseline.is_some() {
+                format!(" + {}", plural(b.spec_baseline_rounds, "baseline round"))
+            } else {
+                String::new()
+            },
+        );
+        out += &line;
+    }
+    out
+}

@@ -37,7 +37,7 @@ const SHARES: &[Line] = &[
 
 /// The two scheduler charts of level `i`.
 pub(crate) fn charts(run: &RunRecord, level: &LevelRecord, i: usize) -> String {
-    let Some(round) = level.rounds.iter().filter(|r| !r.warmup).last() else {
+    let Some(round) = level.rounds.iter().rfind(|r| !r.warmup) else {
         return String::new();
     };
     let b = Budgets {

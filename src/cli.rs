@@ -274,8 +274,9 @@ pub struct BenchArgs {
     pub note: Vec<String>,
     /// Speculative decoding: none, lookup (prompt lookup drafting), layerskip:L (the model's
     /// first L layers draft), draft:MODEL (a second model with the same vocabulary) or mtp (the
-    /// checkpoint's own nextn layers); greedy decoding only. A --spec run also runs --spec none
-    /// on the same model, rounds interleaved, unless --no-baseline.
+    /// checkpoint's own nextn layers). Greedy output is exactly the output without speculation;
+    /// with --temperature > 0 drafts are verified by rejection sampling. A --spec run also runs
+    /// --spec none on the same model, rounds interleaved, unless --no-baseline.
     #[arg(long, default_value = "none", value_name = "none|lookup|layerskip:L|draft:MODEL|mtp")]
     pub spec: String,
     /// Tokens proposed per sequence per step when speculating.

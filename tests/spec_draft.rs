@@ -112,7 +112,7 @@ fn draft_model_greedy_equals_plain_greedy_on_real_weights() {
     let target = load(&path, WeightDType::F32);
     let draft = load(&path, WeightDType::Q);
     let enc = |s: &str| target.tokenizer.encode(s).unwrap();
-    let prompts = vec![
+    let prompts = [
         enc("def add(a, b):\n    return a + b\n\ndef sub(a, b):\n"),
         enc("The capital of France is"),
         enc("1, 2, 3, 4, 5, 6,"),

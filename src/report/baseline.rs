@@ -59,7 +59,7 @@ pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
     } else {
         let _ = writeln!(
             out,
-            "speculation ({}) against --spec none on the same loaded model, rounds interleaved:",
+            "speculation ({}) against --spec none on the same loaded model, rounds interleaved (×: with ÷ without, above 1 is faster):",
             flags(spec)
         );
     }
@@ -73,11 +73,11 @@ pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
             ),
             None => "no weights of its own".to_string(),
         };
-        let _ = writeln!(
-            out,
-            "  drafter: {weights}; its KV peak {}",
-            crate::report::bytes(dr.peak_kv_bytes)
-        );
+        let kv = match dr.peak_kv_bytes {
+            0 => "no KV cache".to_string(),
+            n => format!("its KV peak {}", crate::report::bytes(n)),
+        };
+        let _ = writeln!(out, "  drafter: {weights}; {kv}");
     }
     for l in &d.levels {
         let s = &l.spec;

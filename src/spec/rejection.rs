@@ -97,6 +97,9 @@ mod tests {
 
     const P: [f64; 4] = [0.5, 0.25, 0.15, 0.10];
 
+    /// An acceptance rule under test.
+    type Rule = fn(&[u32], DraftDist, &[Vec<f64>], &mut dyn FnMut() -> f64) -> Vec<u32>;
+
     /// A drafter distribution unlike the target's, different per position.
     fn q_rows(k: usize) -> Vec<Vec<f64>> {
         (0..k)
@@ -117,7 +120,7 @@ mod tests {
         n: usize,
         k: usize,
         certain: bool,
-        rule: fn(&[u32], DraftDist, &[Vec<f64>], &mut dyn FnMut() -> f64) -> Vec<u32>,
+        rule: Rule,
     ) -> [[f64; 4]; 4] {
         let mut rng = StdRng::seed_from_u64(7);
         let q = q_rows(k);

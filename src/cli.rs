@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::run::Format;
-use crate::config::{SamplingConfig, WeightDType};
+use crate::config::{LoadMode, SamplingConfig, WeightDType};
 
 /// Name of the model used when `--model` is not given.
 pub(crate) const DEFAULT_MODEL: &str = "smollm2-135m-instruct-q4_1";
@@ -141,6 +141,10 @@ pub struct ModelArgs {
     /// cpu, cuda, cuda:N or metal.
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// GGUF weights: mmap maps the file and lets quantized matrices borrow its pages; copy
+    /// reads every tensor into memory.
+    #[arg(long, value_enum, default_value_t = LoadMode::Mmap)]
+    pub load: LoadMode,
 }
 
 /// How the CPU computes.

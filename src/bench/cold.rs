@@ -165,6 +165,7 @@ fn one_start(exe: &Path, spec_json: &str, timeout: Duration) -> StartRecord {
         output_tokens: 0,
         output: String::new(),
         stderr_tail: String::new(),
+        load_split: None,
     };
     let exit = match run_child(cmd, timeout) {
         Ok(e) => e,
@@ -198,6 +199,7 @@ fn fill(start: &mut StartRecord, r: &ChildReport, spawn_ns: u64) {
     start.prompt_tokens = r.prompt_tokens;
     start.output_tokens = r.output_tokens;
     start.output = r.output.clone();
+    start.load_split = r.load_split.clone();
 }
 
 /// The child's report, or why the start failed.

@@ -138,6 +138,7 @@ pub(crate) fn prepare(
         disk_read_bytes: disk_before
             .zip(memory::disk_read_bytes())
             .map(|(a, b)| b.saturating_sub(a)),
+        split: loaded.split.clone(),
     };
     record.model = model_info(&loaded, &path)?;
     record.scheduler = SchedulerConfig {

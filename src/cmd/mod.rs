@@ -54,6 +54,7 @@ pub(crate) fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError>
     let mut cfg = base_config(&args.model, args.cache_dir.clone());
     cfg.dtype = args.dtype;
     cfg.device = DeviceSpec::parse(&args.device)?;
+    cfg.load = args.load;
     Ok(cfg)
 }
 
@@ -70,6 +71,7 @@ pub(crate) fn base_config(model: &str, cache_dir: Option<std::path::PathBuf>) ->
         hf_cache_dir: default_hf_cache_dir(),
         dtype: Default::default(),
         device: DeviceSpec::Cpu,
+        load: Default::default(),
     }
 }
 

@@ -132,6 +132,9 @@ pub struct LoadClock {
     pub page_cache: Option<Residency>,
     /// Bytes read from storage during the load (none where unreadable).
     pub disk_read_bytes: Option<u64>,
+    /// Header, tokenizer, weights and first touch, bytes mapped vs copied (GGUF only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<crate::model::mapped::LoadSplit>,
 }
 
 /// One concurrency level: its warm-up and measured rounds.

@@ -34,6 +34,7 @@ pub fn model_config(path: &Path, dtype: WeightDType) -> ModelConfig {
         hf_cache_dir: std::env::temp_dir(),
         dtype,
         device: DeviceSpec::Cpu,
+        load: Default::default(),
     }
 }
 

@@ -91,6 +91,7 @@ pub fn config(path: &Path, dense: bool) -> ModelConfig {
             WeightDType::Q
         },
         device: DeviceSpec::Cpu,
+        load: Default::default(),
     }
 }
 

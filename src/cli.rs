@@ -285,6 +285,16 @@ pub struct BenchArgs {
     /// Prompt lookup n-gram lengths, MIN..MAX (longest match first).
     #[arg(long, default_value = "1..3", value_name = "MIN..MAX")]
     pub lookup_ngram: String,
+    /// Seconds each job pauses after an answer before its next task, the way a person reads
+    /// before typing (0: the next task fires at once).
+    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    pub think: f64,
+    /// Each pause is drawn uniformly from think ± this many seconds (seeded by --seed).
+    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    pub think_jitter: f64,
+    /// Job j starts its first task j × S seconds after the round starts.
+    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    pub stagger: f64,
 }
 
 #[derive(Debug, Args)]

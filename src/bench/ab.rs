@@ -408,6 +408,7 @@ fn rounds(
                 max_tokens: cfgs[arm].max_tokens,
                 stop,
                 spec: cfgs[arm].spec.clone(),
+                think: cfgs[arm].think,
             };
             let done_here = states[arm].record.levels[0]
                 .rounds

@@ -11,6 +11,7 @@ pub mod round;
 pub(crate) mod samples;
 pub mod spec_samples;
 pub(crate) mod sweep;
+pub(crate) mod think;
 pub(crate) mod trace;
 
 use crate::bench::error::BenchError;

@@ -73,6 +73,7 @@ pub(crate) fn run(
             max_tokens: cfg.max_tokens,
             stop: hooks.stop,
             spec: cfg.spec.clone(),
+            think: cfg.think,
         };
         levels(
             cfg,

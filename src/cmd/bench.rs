@@ -46,7 +46,14 @@ pub(crate) fn config(
             k: args.spec_k,
             ngram: crate::spec::parse_ngram(&args.lookup_ngram)?,
         },
+        think: crate::config::think::ThinkConfig {
+            think_s: args.think,
+            jitter_s: args.think_jitter,
+            stagger_s: args.stagger,
+            seed: args.sampling.config().seed,
+        },
     };
+    cfg.think.validate()?;
     let warnings = cfg.validate(args.allow_few_rounds)?;
     Ok((cfg, warnings))
 }

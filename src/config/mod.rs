@@ -10,6 +10,7 @@ use crate::error::ConfigError;
 
 pub mod run;
 pub mod spec;
+pub mod think;
 use crate::kernels::{self, Level};
 
 /// How weights are held in memory.

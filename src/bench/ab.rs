@@ -256,6 +256,7 @@ fn skeleton(
         levels: Vec::new(),
         summary: None,
         cold: None,
+        session: None,
         ab: Some(AbArm {
             arm: arm.into(),
             pair: pair.into(),

@@ -72,6 +72,7 @@ pub fn run(
             settings: plan.settings.clone(),
             starts: Vec::new(),
         }),
+        session: None,
     };
     // Children get the resolved file, so none of them fetches or resolves again.
     let mut model_cfg = plan.config.model.clone();
@@ -303,7 +304,7 @@ fn tail(s: &str, n: usize) -> String {
     s[from..].to_string()
 }
 
-fn model_info(path: &ModelPath) -> Result<ModelInfo, BenchError> {
+pub(crate) fn model_info(path: &ModelPath) -> Result<ModelInfo, BenchError> {
     let report = match path {
         ModelPath::Gguf(p) => inspect::inspect_gguf(p)?,
         ModelPath::Safetensors(p) => inspect::inspect_dir(p)?,

@@ -9,6 +9,7 @@ pub mod error;
 pub mod progress;
 pub mod round;
 pub(crate) mod samples;
+pub mod session;
 pub mod spec_samples;
 pub(crate) mod sweep;
 pub(crate) mod think;

@@ -61,6 +61,7 @@ pub(crate) fn run(
         summary: None,
         ab: None,
         cold: None,
+        session: None,
     };
     writer.save(&record)?;
     let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {

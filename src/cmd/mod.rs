@@ -8,6 +8,7 @@ mod generate;
 mod inspect;
 mod report;
 mod rerun;
+mod session;
 
 use crate::cli::{Cli, Command, ModelArgs, RuntimeArgs};
 use crate::config::{
@@ -26,7 +27,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ab(args) => ab::run(args),
         Command::Cold(args) => cold::run(args),
         Command::ColdChild(args) => cold::child(args),
-        Command::Session(_) => pending("session"),
+        Command::Session(args) => session::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Rerun(args) => rerun::run(args),
         Command::Report(args) => report::run(args),
@@ -43,10 +44,6 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
         Some(ConfigError::NotYetAvailable { .. }) => 2,
         _ => 1,
     }
-}
-
-fn pending(verb: &str) -> anyhow::Result<()> {
-    Err(ConfigError::NotYetAvailable { verb: verb.into() }.into())
 }
 
 /// Validates model arguments into a [`ModelConfig`].

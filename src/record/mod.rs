@@ -9,6 +9,7 @@ pub mod arms;
 pub mod cold;
 pub mod diff;
 pub(crate) mod io;
+pub mod session;
 pub mod spec;
 pub mod summary;
 pub(crate) mod verdict;
@@ -97,6 +98,9 @@ pub struct RunRecord {
     /// `tokfire cold`: every start with its page-cache state and clocks (absent in other runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold: Option<cold::ColdRecord>,
+    /// `tokfire session`: every step with what the person waited for (absent in other runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<session::SessionRecord>,
 }
 
 impl RunRecord {

@@ -7,6 +7,7 @@ pub mod cold;
 pub(crate) mod columns;
 pub mod html;
 pub(crate) mod inspect;
+pub mod session;
 pub(crate) mod summary;
 pub(crate) mod svg;
 pub mod text;

@@ -167,6 +167,7 @@ fn main() {
         hf_cache_dir: std::env::temp_dir(),
         dtype: WeightDType::Q,
         device: DeviceSpec::Cpu,
+        load: Default::default(),
     };
     let ours = tokfire::model::load(&cfg).unwrap();
     let mut stock = stock_model(&path);

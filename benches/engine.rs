@@ -179,6 +179,7 @@ fn main() {
         dtype: WeightDType::Q,
         device: DeviceSpec::Cpu,
         chat_template: None,
+        load: Default::default(),
     };
     let ours = tokfire::model::load(&cfg).unwrap();
     let mut stock = ours.model.as_llama().is_some().then(|| stock_model(&path));

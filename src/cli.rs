@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::run::Format;
-use crate::config::{SamplingConfig, WeightDType};
+use crate::config::{LoadMode, SamplingConfig, WeightDType};
 
 /// Name of the model used when `--model` is not given.
 pub(crate) const DEFAULT_MODEL: &str = "smollm2-135m-instruct-q4_1";
@@ -103,8 +103,9 @@ pub enum Command {
     /// Cold starts in fresh processes: page cache evicted, clocks from exec to the last token.
     #[command(after_help = "Example: tokfire cold --repeat 5   (--help: every clock defined)", after_long_help = crate::report::cold::help())]
     Cold(ColdArgs),
-    /// A scripted session with idle gaps and model swaps (not yet available).
-    Session(Pending),
+    /// A scripted session a person lives through: loads, requests, idle gaps, model swaps.
+    #[command(after_help = SESSION_HELP)]
+    Session(SessionArgs),
     /// Compare two saved runs (before/after an upgrade): the sheet side by side, ratios, verdict.
     #[command(after_help = COMPARE_HELP)]
     Compare(CompareArgs),
@@ -146,6 +147,10 @@ pub struct ModelArgs {
     /// workloads on models without one (such as gemma3-270m-q4_k_m).
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,
+    /// GGUF weights: mmap maps the file and lets quantized matrices borrow its pages; copy
+    /// reads every tensor into memory.
+    #[arg(long, value_enum, default_value_t = LoadMode::Mmap)]
+    pub load: LoadMode,
 }
 
 /// How the CPU computes.
@@ -301,6 +306,16 @@ pub struct BenchArgs {
     /// How a `--spec draft:MODEL` drafter's weights are held (like --dtype).
     #[arg(long, value_enum, default_value_t = crate::config::WeightDType::Q)]
     pub draft_dtype: crate::config::WeightDType,
+    /// Seconds each job pauses after an answer before its next task, the way a person reads
+    /// before typing (0: the next task fires at once).
+    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    pub think: f64,
+    /// Each pause is drawn uniformly from think ± this many seconds (seeded by --seed).
+    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    pub think_jitter: f64,
+    /// Job j starts its first task j × S seconds after the round starts.
+    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    pub stagger: f64,
 }
 
 #[derive(Debug, Args)]
@@ -492,4 +507,47 @@ pub struct ColdChildArgs {
     /// The start to run, as JSON.
     #[arg(long)]
     pub spec: String,
+}
+
+const SESSION_HELP: &str = "Examples:
+  tokfire session workloads/session.toml
+  tokfire session workloads/session.toml --time-scale 0.01   (idle gaps 100x shorter, said in the report)
+
+The script is TOML: name = \"...\", then [[step]] tables, each with one of
+  load = \"MODEL\"  (dtype = \"q|f32|f16|bf16\", evict = true for a cold page cache)
+  chat = \"...\"  (system = \"...\")   raw = \"...\"   task = \"WORKLOAD/TASK_ID\"
+      (max_tokens = N, repeat = N)
+  idle = \"90s\"  (also 500ms, 1.5m, 2h)
+The first step loads a model. Each row shows what the person waited for: load, warm-up (one
+forward after the load), time to first token (enter -> first token), completion (enter -> last
+token); page cache: mincore residency of the model's files before the load (cold below 5 %).";
+
+/// `tokfire session`.
+#[derive(Debug, Args)]
+pub struct SessionArgs {
+    /// The session script (TOML), e.g. workloads/session.toml.
+    pub file: PathBuf,
+    /// Idle gaps are slept for their scripted length times F (1 = real time).
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    pub time_scale: f64,
+    /// Cache of fetched models [default: ~/.cache/tokfire/models].
+    #[arg(long, env = "TOKFIRE_CACHE")]
+    pub cache_dir: Option<PathBuf>,
+    /// cpu, cuda, cuda:N or metal.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// GGUF weights: mmap (borrow the mapped file) or copy.
+    #[arg(long, value_enum, default_value_t = LoadMode::Mmap)]
+    pub load: LoadMode,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+    /// Results file the run is appended to [default: OUT_DIR/session-NAME.json].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Folder of the default results file (and its .txt log).
+    #[arg(long, env = "TOKFIRE_OUT", default_value = "results")]
+    pub out_dir: PathBuf,
+    /// What stdout shows.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }

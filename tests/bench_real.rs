@@ -28,6 +28,7 @@ fn three_jobs_give_the_same_outputs_as_one_and_really_batch() {
         stop: None,
         spec: Default::default(),
         draft: None,
+        think: Default::default(),
     };
     let one = run_round(&setup, 1, |_, _| {}).unwrap().record;
     let three = run_round(&setup, 3, |_, _| {}).unwrap().record;

@@ -252,7 +252,7 @@ fn bad_flags_name_the_flag() {
 }
 
 #[test]
-fn verbs_not_built_yet_exit_with_2() {
+fn session_without_a_file_is_a_usage_error() {
     let e = fails(&["session"], 2);
-    assert!(e.contains("not yet available"), "session: {e}");
+    assert!(e.contains("<FILE>"), "session: {e}");
 }

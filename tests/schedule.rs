@@ -161,6 +161,7 @@ fn three_jobs_on_real_weights_have_a_timeline_that_adds_up_under_every_policy() 
             stop: None,
             spec: Default::default(),
             draft: None,
+            think: Default::default(),
         };
         let out = run_round(&setup, 3, |_, _| {}).unwrap();
         let requests = out.job_of.len() as u64;

@@ -265,6 +265,7 @@ fn skeleton(
         cold: None,
         baseline: None,
         drafter: None,
+        session: None,
         ab: Some(AbArm {
             arm: arm.into(),
             pair: pair.into(),
@@ -419,6 +420,7 @@ fn rounds(
                 stop,
                 spec: cfgs[arm].spec.clone(),
                 draft: None,
+                think: cfgs[arm].think,
             };
             let done_here = states[arm].record.levels[0]
                 .rounds

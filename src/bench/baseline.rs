@@ -21,6 +21,7 @@ pub(crate) fn setup<'a>(spec: &RoundSetup<'a>) -> RoundSetup<'a> {
         stop: spec.stop,
         spec: without_speculation(&spec.spec),
         draft: None,
+        think: spec.think,
     }
 }
 
@@ -59,6 +60,7 @@ pub(crate) fn start(record: &mut RunRecord) {
         cold: None,
         baseline: None,
         drafter: None,
+        session: None,
     }));
 }
 

@@ -74,6 +74,7 @@ pub fn run(
         }),
         baseline: None,
         drafter: None,
+        session: None,
     };
     // Children get the resolved file, so none of them fetches or resolves again.
     let mut model_cfg = plan.config.model.clone();
@@ -167,6 +168,7 @@ fn one_start(exe: &Path, spec_json: &str, timeout: Duration) -> StartRecord {
         output_tokens: 0,
         output: String::new(),
         stderr_tail: String::new(),
+        load_split: None,
     };
     let exit = match run_child(cmd, timeout) {
         Ok(e) => e,
@@ -200,6 +202,7 @@ fn fill(start: &mut StartRecord, r: &ChildReport, spawn_ns: u64) {
     start.prompt_tokens = r.prompt_tokens;
     start.output_tokens = r.output_tokens;
     start.output = r.output.clone();
+    start.load_split = r.load_split.clone();
 }
 
 /// The child's report, or why the start failed.
@@ -303,7 +306,7 @@ fn tail(s: &str, n: usize) -> String {
     s[from..].to_string()
 }
 
-fn model_info(path: &ModelPath) -> Result<ModelInfo, BenchError> {
+pub(crate) fn model_info(path: &ModelPath) -> Result<ModelInfo, BenchError> {
     let report = match path {
         ModelPath::Gguf(p) => inspect::inspect_gguf(p)?,
         ModelPath::Safetensors(p) => inspect::inspect_dir(p)?,

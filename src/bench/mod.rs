@@ -10,10 +10,12 @@ pub mod error;
 pub mod progress;
 pub mod round;
 pub(crate) mod samples;
+pub mod session;
 pub mod spec_samples;
 pub(crate) mod spec_setup;
 pub(crate) mod sweep;
 pub mod timeline;
+pub(crate) mod think;
 pub(crate) mod trace;
 
 use crate::bench::error::BenchError;

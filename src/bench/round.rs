@@ -29,6 +29,8 @@ pub struct RoundSetup<'a> {
     pub spec: crate::config::spec::SpecConfig,
     /// The loaded draft model of `--spec draft:MODEL`.
     pub draft: Option<&'a Loaded>,
+    /// Think time and stagger of the jobs (lockstep by default).
+    pub think: crate::config::think::ThinkConfig,
 }
 
 /// A finished round: its samples, the raw events (for a trace) and the KV high-water mark.
@@ -87,6 +89,7 @@ struct Driver<'a, 's> {
     next_id: RequestId,
     done: Vec<Finished>,
     stop: Vec<u32>,
+    pacer: super::think::Pacer,
 }
 
 impl<'a, 's> Driver<'a, 's> {
@@ -162,7 +165,9 @@ impl<'a, 's> Driver<'a, 's> {
                     result,
                     hit_limit,
                 });
-                self.start_next(job)?;
+                if !self.pacer.after_answer(job, Instant::now()) {
+                    self.start_next(job)?;
+                }
                 Ok(1)
             }
         }
@@ -192,6 +197,7 @@ pub fn run_round(
         next_id: 0,
         done: Vec::new(),
         stop: setup.loaded.tokenizer.info.eos_id.into_iter().collect(),
+        pacer: super::think::Pacer::new(setup.think),
     };
     let draft = setup.draft.map(|d| &d.model);
     if let Some(drafter) = crate::spec::drafter_with(&setup.spec, &setup.loaded.model, draft)? {
@@ -199,7 +205,9 @@ pub fn run_round(
     }
     let start = Instant::now();
     for j in 0..jobs {
-        d.start_next(j)?;
+        if d.pacer.first_start(j, start).is_none() {
+            d.start_next(j)?;
+        }
     }
     let (mut seen, mut finished_tasks, mut peak_kv) = (0, 0, 0u64);
     let stopped = || setup.stop.is_some_and(|s| s.load(Ordering::Relaxed) != 0);
@@ -207,8 +215,16 @@ pub fn run_round(
         if stopped() {
             return Err(EngineError::Interrupted);
         }
+        for j in d.pacer.take_due(Instant::now()) {
+            d.start_next(j)?;
+        }
         if !d.engine.step()? {
-            break;
+            match d.pacer.wait(Instant::now()) {
+                // Every job is thinking: nap (briefly, so a stop request is seen).
+                Some(w) => std::thread::sleep(w.min(std::time::Duration::from_millis(50))),
+                None => break,
+            }
+            continue;
         }
         peak_kv = peak_kv.max(d.engine.kv_bytes() as u64);
         let ended: Vec<(RequestId, FinishReason)> = d.engine.events()[seen..]

@@ -63,6 +63,7 @@ pub(crate) fn run(
         cold: None,
         baseline: None,
         drafter: None,
+        session: None,
     };
     writer.save(&record)?;
     let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {
@@ -77,6 +78,7 @@ pub(crate) fn run(
             stop: hooks.stop,
             spec: cfg.spec.clone(),
             draft: draft.as_ref(),
+            think: cfg.think,
         };
         levels(
             cfg,
@@ -143,6 +145,7 @@ pub(crate) fn prepare(
         disk_read_bytes: disk_before
             .zip(memory::disk_read_bytes())
             .map(|(a, b)| b.saturating_sub(a)),
+        split: loaded.split.clone(),
     };
     record.model = model_info(&loaded, &path)?;
     record.scheduler = SchedulerConfig {

@@ -49,7 +49,14 @@ pub(crate) fn config(
             no_baseline: args.no_baseline,
             draft_dtype: args.draft_dtype,
         },
+        think: crate::config::think::ThinkConfig {
+            think_s: args.think,
+            jitter_s: args.think_jitter,
+            stagger_s: args.stagger,
+            seed: args.sampling.config().seed,
+        },
     };
+    cfg.think.validate()?;
     let warnings = cfg.validate(args.allow_few_rounds)?;
     Ok((cfg, warnings))
 }

@@ -143,6 +143,7 @@ fn plan(args: &ColdArgs) -> anyhow::Result<ColdPlan> {
         headroom: DEFAULT_HEADROOM,
         notes: Vec::new(),
         spec: Default::default(),
+        think: Default::default(),
     };
     config.sampling.validate()?;
     let exe = std::env::current_exe().map_err(|e| {

@@ -39,6 +39,7 @@ pub(crate) fn run(args: GenerateArgs) -> anyhow::Result<()> {
         model: &cfg.model,
         device: &runtime.to_string(),
         dtype: &format!("{:?}", cfg.dtype).to_lowercase(),
+        split: loaded.split.as_ref(),
     };
     eprint!("{}", clocks::text(&ctx, &g));
     Ok(())

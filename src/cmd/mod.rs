@@ -8,6 +8,7 @@ mod generate;
 mod inspect;
 mod report;
 mod rerun;
+mod session;
 
 use crate::cli::{Cli, Command, ModelArgs, RuntimeArgs};
 use crate::config::{
@@ -26,7 +27,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ab(args) => ab::run(args),
         Command::Cold(args) => cold::run(args),
         Command::ColdChild(args) => cold::child(args),
-        Command::Session(_) => pending("session"),
+        Command::Session(args) => session::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Rerun(args) => rerun::run(args),
         Command::Report(args) => report::run(args),
@@ -45,16 +46,13 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
     }
 }
 
-fn pending(verb: &str) -> anyhow::Result<()> {
-    Err(ConfigError::NotYetAvailable { verb: verb.into() }.into())
-}
-
 /// Validates model arguments into a [`ModelConfig`].
 pub(crate) fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError> {
     let mut cfg = base_config(&args.model, args.cache_dir.clone());
     cfg.dtype = args.dtype;
     cfg.device = DeviceSpec::parse(&args.device)?;
     cfg.chat_template = args.chat_template.clone();
+    cfg.load = args.load;
     Ok(cfg)
 }
 
@@ -72,6 +70,7 @@ pub(crate) fn base_config(model: &str, cache_dir: Option<std::path::PathBuf>) ->
         dtype: Default::default(),
         device: DeviceSpec::Cpu,
         chat_template: None,
+        load: Default::default(),
     }
 }
 

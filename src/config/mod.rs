@@ -11,6 +11,7 @@ use crate::error::ConfigError;
 pub mod run;
 pub mod spec;
 pub mod schedule;
+pub mod think;
 use crate::kernels::{self, Level};
 
 /// How weights are held in memory.
@@ -181,6 +182,9 @@ pub struct ModelConfig {
     /// A Jinja chat template file used instead of the model's own (`--chat-template`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template: Option<PathBuf>,
+    /// How a GGUF's weight bytes are brought in (records without it loaded by copying).
+    #[serde(default = "LoadMode::recorded_default")]
+    pub load: LoadMode,
 }
 
 /// The default cache for manifest models: `~/.cache/tokfire/models`.
@@ -244,5 +248,32 @@ impl SamplingConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// How a GGUF's quantized weights get into memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadMode {
+    /// Map the file; quantized matrices our kernels run borrow its pages (no copy).
+    #[default]
+    Mmap,
+    /// Read every tensor into our own memory.
+    Copy,
+}
+
+impl LoadMode {
+    /// What a record written before this setting existed used.
+    fn recorded_default() -> Self {
+        Self::Copy
+    }
+}
+
+impl std::fmt::Display for LoadMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Mmap => "mmap",
+            Self::Copy => "copy",
+        })
     }
 }

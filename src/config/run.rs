@@ -118,6 +118,13 @@ pub struct RunConfig {
     /// Speculative decoding (`--spec none` in older records).
     #[serde(default)]
     pub spec: crate::config::spec::SpecConfig,
+    /// Think time and stagger of the jobs (`--think`, `--think-jitter`, `--stagger`; lockstep
+    /// in older records).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::config::think::ThinkConfig::is_lockstep"
+    )]
+    pub think: crate::config::think::ThinkConfig,
 }
 
 /// Default `--headroom`: a comfortable level should stay 20 % inside every target.

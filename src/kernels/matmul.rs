@@ -28,6 +28,8 @@ pub(crate) struct OutPtr {
     ptr: *mut f32,
     n: usize,
     rows: usize,
+    /// Added to every column written (a part of a stacked matrix writes its own columns).
+    col0: usize,
 }
 
 // SAFETY: workers write disjoint column ranges of the buffer, which outlives the parallel call.
@@ -38,12 +40,21 @@ impl OutPtr {
     /// Writes element `(r, c)`. Panics (debug) out of bounds.
     #[inline(always)]
     pub(crate) fn write(self, r: usize, c: usize, v: f32) {
+        let c = c + self.col0;
         assert!(
             r < self.rows && c < self.n,
             "output index out of bounds; this is a bug"
         );
         // SAFETY: in bounds (checked above); each (r, c) is written by one worker only.
         unsafe { *self.ptr.add(r * self.n + c) = v }
+    }
+
+    /// The same output with columns counted from `col0`.
+    fn shifted(self, col0: usize) -> Self {
+        Self {
+            col0: self.col0 + col0,
+            ..self
+        }
     }
 }
 
@@ -72,20 +83,36 @@ pub fn matmul_at(lvl: Level, w: &QMatrix, x: &[f32], t: usize, out: &mut [f32]) 
         ptr: out.as_mut_ptr(),
         n,
         rows: t,
+        col0: 0,
     };
-    run_parallel(lvl, qtype, w.bytes(), n, &acts, dst);
+    run_parallel(lvl, w, &acts, dst);
     ACTS.with(|cell| cell.replace(acts));
 }
 
-fn run_parallel(lvl: Level, qtype: QType, w: &[u8], n: usize, acts: &Acts, out: OutPtr) {
+fn run_parallel(lvl: Level, w: &QMatrix, acts: &Acts, out: OutPtr) {
+    let n = w.n();
     let threads = pool::threads();
     if threads <= 1 || acts.rows * n * acts.k < PARALLEL_MIN_MACS {
-        return run_cols(lvl, qtype, w, acts, 0..n, out);
+        return run_parts(lvl, w, acts, 0..n, out);
     }
     let chunks = chunk_ranges(n, threads * 2);
     chunks
         .into_par_iter()
-        .for_each(|cols| run_cols(lvl, qtype, w, acts, cols, out));
+        .for_each(|cols| run_parts(lvl, w, acts, cols, out));
+}
+
+/// Columns `cols` of `w`, split where its parts meet; each part's kernel sees part-relative
+/// columns and writes through an output shifted to the part's first row.
+fn run_parts(lvl: Level, w: &QMatrix, acts: &Acts, cols: Range<usize>, out: OutPtr) {
+    for p in w.parts() {
+        let a = cols.start.max(p.first_row);
+        let b = cols.end.min(p.first_row + p.rows);
+        if a < b {
+            let shifted = out.shifted(p.first_row);
+            let local = a - p.first_row..b - p.first_row;
+            run_cols(lvl, w.qtype(), p.bytes(), acts, local, shifted);
+        }
+    }
 }
 
 /// `parts` ranges covering `0..n`, each a multiple of [`CHUNK_ALIGN`] columns (but the last),

@@ -31,8 +31,10 @@ mod kquants;
 mod simd;
 
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 
 pub(crate) use blocks::QType;
 pub use pool::{init_threads, threads};
@@ -154,22 +156,94 @@ pub fn describe() -> String {
     format!("tokfire kernels {}, {} threads", level(), threads())
 }
 
-/// A quantized matrix `[n, k]` as GGUF block bytes, row by row.
+/// Block bytes that someone else owns and keeps alive (a memory-mapped model file).
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// Where a matrix's block bytes live: our own buffer, or a range borrowed from shared bytes.
+#[derive(Clone)]
+pub enum Bytes {
+    /// Copied into the matrix.
+    Owned(Vec<u8>),
+    /// `range` of `owner`, not copied.
+    Borrowed {
+        owner: SharedBytes,
+        range: Range<usize>,
+    },
+}
+
+impl Bytes {
+    /// The bytes; `None` when a borrowed range lies outside its owner.
+    fn get(&self) -> Option<&[u8]> {
+        match self {
+            Self::Owned(v) => Some(v),
+            Self::Borrowed { owner, range } => (**owner).as_ref().get(range.clone()),
+        }
+    }
+
+    fn slice(&self) -> &[u8] {
+        self.get()
+            .expect("borrowed range checked at construction; this is a bug")
+    }
+}
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
+            Self::Borrowed { range, .. } => write!(f, "Borrowed({range:?})"),
+        }
+    }
+}
+
+/// Rows `first_row..` of a matrix, stored in one piece.
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
+    pub first_row: usize,
+    pub rows: usize,
+    bytes: Bytes,
+}
+
+impl Part {
+    /// The block bytes of these rows.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.bytes.slice()
+    }
+}
+
+/// A quantized matrix `[n, k]` as GGUF block bytes, row by row, in one or more parts (a
+/// stacked matrix keeps each part where it was, copied or borrowed).
 #[derive(Debug, Clone)]
 pub struct QMatrix {
     qtype: QType,
     n: usize,
     k: usize,
-    bytes: Vec<u8>,
+    parts: Vec<Part>,
 }
 
 impl QMatrix {
     /// From `n` rows of `k` values stored as `qtype` blocks; `None` if `k` is not whole blocks
     /// or the byte count does not match.
     pub fn new(qtype: QType, n: usize, k: usize, bytes: Vec<u8>) -> Option<Self> {
-        let ok = k.is_multiple_of(qtype.block_len())
-            && bytes.len() == n * (k / qtype.block_len()) * qtype.block_bytes();
-        ok.then_some(Self { qtype, n, k, bytes })
+        Self::from_bytes(qtype, n, k, Bytes::Owned(bytes))
+    }
+
+    /// Like [`QMatrix::new`] with bytes that may be borrowed; `None` also when a borrowed
+    /// range lies outside its owner.
+    pub fn from_bytes(qtype: QType, n: usize, k: usize, bytes: Bytes) -> Option<Self> {
+        let want = (k / qtype.block_len())
+            .checked_mul(qtype.block_bytes())?
+            .checked_mul(n)?;
+        let ok = k.is_multiple_of(qtype.block_len()) && bytes.get()?.len() == want;
+        ok.then(|| Self {
+            qtype,
+            n,
+            k,
+            parts: vec![Part {
+                first_row: 0,
+                rows: n,
+                bytes,
+            }],
+        })
     }
 
     pub fn qtype(&self) -> QType {
@@ -183,13 +257,45 @@ impl QMatrix {
     pub fn k(&self) -> usize {
         self.k
     }
-    /// The block bytes.
+    /// Bytes of one row.
+    pub fn row_bytes(&self) -> usize {
+        self.k / self.qtype.block_len() * self.qtype.block_bytes()
+    }
+    /// The block bytes of a matrix in one part (panics on a stacked one: use [`QMatrix::row`]).
     pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+        assert_eq!(
+            self.parts.len(),
+            1,
+            "bytes() of a stacked matrix; this is a bug"
+        );
+        self.parts[0].bytes()
+    }
+    /// The block bytes of row `r < n`.
+    pub fn row(&self, r: usize) -> &[u8] {
+        let p = self
+            .parts
+            .iter()
+            .find(|p| (p.first_row..p.first_row + p.rows).contains(&r))
+            .expect("row index below n; this is a bug");
+        let rb = self.row_bytes();
+        let i = r - p.first_row;
+        &p.bytes()[i * rb..(i + 1) * rb]
+    }
+    /// The parts, first row ascending.
+    pub(crate) fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+    /// Bytes borrowed rather than owned.
+    pub fn borrowed_bytes(&self) -> usize {
+        self.parts
+            .iter()
+            .filter(|p| matches!(p.bytes, Bytes::Borrowed { .. }))
+            .map(|p| p.bytes().len())
+            .sum()
     }
 
-    /// The matrices stacked along the output axis (`[n1 + n2 + .., k]`); `None` unless all
-    /// share the block type and `k`.
+    /// The matrices stacked along the output axis (`[n1 + n2 + .., k]`), each part kept where
+    /// it is; `None` unless all share the block type and `k`.
     pub(crate) fn concat(parts: &[&QMatrix]) -> Option<QMatrix> {
         let first = parts.first()?;
         if parts
@@ -198,13 +304,23 @@ impl QMatrix {
         {
             return None;
         }
-        let bytes = parts.iter().flat_map(|p| p.bytes.iter().copied()).collect();
-        let n = parts.iter().map(|p| p.n).sum();
+        let mut stacked = Vec::new();
+        let mut n = 0;
+        for m in parts {
+            for p in &m.parts {
+                stacked.push(Part {
+                    first_row: n + p.first_row,
+                    rows: p.rows,
+                    bytes: p.bytes.clone(),
+                });
+            }
+            n += m.n;
+        }
         Some(QMatrix {
             qtype: first.qtype,
             n,
             k: first.k,
-            bytes,
+            parts: stacked,
         })
     }
 

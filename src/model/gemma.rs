@@ -13,12 +13,11 @@
 //! decoding) needs the keys a ring would already have overwritten, and at this size a token
 //! costs 2 KiB per layer. Runs on the CPU only (the candle-op attention has no window yet).
 
-use std::sync::Arc;
-
-use candle_core::{DType, Device, Tensor};
+use candle_core::{Device, Tensor};
 
 use super::arch::GemmaConfig;
 use super::attention::{Dims, Scoring};
+use super::embedding::Embedding;
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
 use super::llama::{rope_tables, CpuAttention, SeqInput, StepPlan, MAX_ROPE_POSITIONS};
@@ -26,44 +25,6 @@ use super::projections::{with_f32, Act, GateUp, Qkv};
 use super::weights::{Names, WeightSource};
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
-use crate::kernels::QMatrix;
-
-/// The token embedding: dense f32 rows, or (tied head on our kernels) the head's own quantized
-/// blocks, dequantized row by row at lookup. Gemma's 262 144 × 640 table is 671 MB as f32 and
-/// 178 MB as the file's Q8_0, which the head holds anyway.
-enum Embedding {
-    Dense(Tensor),
-    Rows(Arc<QMatrix>),
-}
-
-impl Embedding {
-    /// Rows `ids`, `[ids, hidden]` f32.
-    fn lookup(&self, ids: &[u32], device: &Device) -> Result<Tensor, EngineError> {
-        match self {
-            Self::Dense(t) => {
-                let ids = Tensor::new(ids, device)?;
-                Ok(t.index_select(&ids, 0)?.to_dtype(DType::F32)?)
-            }
-            Self::Rows(m) => {
-                let (k, q) = (m.k(), m.qtype());
-                let row_bytes = k / q.block_len() * q.block_bytes();
-                let mut out = vec![0f32; ids.len() * k];
-                for (&id, dst) in ids.iter().zip(out.chunks_exact_mut(k)) {
-                    let id = id as usize;
-                    if id >= m.n() {
-                        return Err(EngineError::Invalid(format!(
-                            "token id {id} is outside the vocabulary of {}",
-                            m.n()
-                        )));
-                    }
-                    let row = &m.bytes()[id * row_bytes..(id + 1) * row_bytes];
-                    crate::kernels::blocks::dequantize_row(q, row, dst);
-                }
-                Ok(Tensor::from_vec(out, (ids.len(), k), device)?)
-            }
-        }
-    }
-}
 
 struct Layer {
     attn_norm: Tensor,
@@ -144,11 +105,10 @@ impl Gemma {
             (embed, src.linear(names.head(), dtype)?)
         } else {
             let head = src.linear(names.embed(), dtype)?;
-            let embed = match head.kernel_matrix() {
-                Some(m) => Embedding::Rows(m.clone()),
-                None => Embedding::Dense(src.dense(names.embed())?),
-            };
-            (embed, head)
+            (
+                super::embedding::tied(&head, || src.dense(names.embed()))?,
+                head,
+            )
         };
         let final_norm = norm(src, names.norm())?;
         let mut layers = Vec::with_capacity(cfg.base.layers);

@@ -155,6 +155,39 @@ impl Gguf {
             )))
     }
 
+    /// Maps the whole file read-only.
+    pub(crate) fn map(&self) -> Result<super::mapped::MappedFile, ModelError> {
+        super::mapped::MappedFile::map(&self.path, self.reader.get_ref())
+    }
+
+    /// Where tensor `name`'s data lies in the file, with its type and `[out, in]`-style dims.
+    pub(crate) fn extent(&self, name: &str) -> Result<Extent, ModelError> {
+        let info = self
+            .content
+            .tensor_infos
+            .get(name)
+            .ok_or_else(|| ModelError::Invalid {
+                path: self.path.clone(),
+                detail: format!("tensor {name} is missing"),
+            })?;
+        let dtype = info.ggml_dtype;
+        let blocks = (info.shape.elem_count() / dtype.block_size()) as u64;
+        let len = blocks.checked_mul(dtype.type_size() as u64);
+        let offset = self.content.tensor_data_offset.checked_add(info.offset);
+        match (offset, len) {
+            (Some(offset), Some(len)) => Ok(Extent {
+                dtype,
+                dims: info.shape.dims().to_vec(),
+                offset,
+                len,
+            }),
+            _ => Err(ModelError::Invalid {
+                path: self.path.clone(),
+                detail: format!("tensor {name}: its data offset or size overflows"),
+            }),
+        }
+    }
+
     /// Whether the file has tensor `name`.
     pub(crate) fn has_tensor(&self, name: &str) -> bool {
         self.content.tensor_infos.contains_key(name)
@@ -173,6 +206,17 @@ impl Gguf {
             detail: format!("metadata key {key}: {e}"),
         }
     }
+}
+
+/// Where one tensor's data lies in the file.
+pub(crate) struct Extent {
+    pub dtype: candle_core::quantized::GgmlDType,
+    /// Dimensions, outermost first (`[out, in]` for a matrix).
+    pub dims: Vec<usize>,
+    /// Byte offset from the start of the file.
+    pub offset: u64,
+    /// Bytes of data.
+    pub len: u64,
 }
 
 fn value_u64(v: &Value) -> Option<u64> {

@@ -46,6 +46,14 @@ impl Linear {
         Ok(Self { weight, bias: None })
     }
 
+    /// A matrix already in our kernels' block layout (borrowed from a mapped file or owned).
+    pub(crate) fn from_kernel(m: QMatrix) -> Self {
+        Self {
+            weight: Weight::Kernel(Arc::new(m)),
+            bias: None,
+        }
+    }
+
     /// From a dense tensor `[out, in]`; `Q` keeps the file's dtype.
     pub(crate) fn from_dense(w: Tensor, dtype: WeightDType) -> candle_core::Result<Self> {
         let w = match dense_dtype(dtype) {

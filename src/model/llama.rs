@@ -8,6 +8,7 @@ use candle_core::{DType, Device, Tensor};
 
 use super::arch::LlamaConfig;
 use super::attention::{self, Dims, KvSlices, Scoring, SegmentRows, Split};
+use super::embedding::Embedding;
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
 use super::projections::{cpu_f32, with_f32, GateUp, Qkv};
@@ -30,7 +31,7 @@ struct Layer {
 /// A loaded llama-family model.
 pub struct Llama {
     pub cfg: LlamaConfig,
-    embed: Tensor,
+    embed: Embedding,
     layers: Vec<Layer>,
     norm: Tensor,
     head: Linear,
@@ -66,11 +67,15 @@ impl Llama {
     ) -> Result<Self, ModelError> {
         let names = src.names();
         let device = src.device().clone();
-        let embed = src.dense(names.embed())?;
-        let head = if src.has(names.head()) {
-            src.linear(names.head(), dtype)?
+        let (embed, head) = if src.has(names.head()) {
+            let embed = Embedding::Dense(src.dense(names.embed())?);
+            (embed, src.linear(names.head(), dtype)?)
         } else {
-            src.linear(names.embed(), dtype)?
+            let head = src.linear(names.embed(), dtype)?;
+            (
+                super::embedding::tied(&head, || src.dense(names.embed()))?,
+                head,
+            )
         };
         let norm = src.dense(names.norm())?;
         let mut layers = Vec::with_capacity(cfg.layers);
@@ -186,8 +191,7 @@ impl Llama {
             cache.reserve(input.tokens.len())?;
         }
         let dev = &self.device;
-        let ids = Tensor::new(plan.tokens.as_slice(), dev)?;
-        let mut x = self.embed.index_select(&ids, 0)?.to_dtype(DType::F32)?;
+        let mut x = self.embed.lookup(&plan.tokens, dev)?;
         let generic = if dev.is_cpu() {
             None
         } else {

@@ -5,6 +5,7 @@
 pub(crate) mod arch;
 pub(crate) mod attention;
 pub mod chat;
+pub(crate) mod embedding;
 pub mod family;
 pub mod gemma;
 pub mod gguf;
@@ -16,6 +17,7 @@ mod layout;
 pub(crate) mod linear;
 pub mod llama;
 pub mod manifest;
+pub mod mapped;
 pub(crate) mod projections;
 pub mod synthetic;
 pub mod synthetic_gemma;
@@ -29,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::config::ModelConfig;
+use crate::config::{LoadMode, ModelConfig};
 use crate::error::{ConfigError, ModelError};
 use chat::ChatTemplate;
 use family::Model;
@@ -115,6 +117,8 @@ pub struct Loaded {
     pub load_time: Duration,
     /// Bytes of the weight files on disk.
     pub file_bytes: u64,
+    /// Where a GGUF's load time went (none for safetensors).
+    pub split: Option<mapped::LoadSplit>,
 }
 
 /// Resolves and loads `cfg.model` onto its device.
@@ -143,6 +147,16 @@ fn load_gguf(
     device: &candle_core::Device,
 ) -> Result<Loaded, ModelError> {
     let _span = tracing::info_span!("load_gguf").entered();
+    let mut split = mapped::LoadSplit {
+        mode: cfg.load,
+        ..Default::default()
+    };
+    let mut clock = Instant::now();
+    let mut lap = || {
+        let s = clock.elapsed().as_secs_f64();
+        clock = Instant::now();
+        s
+    };
     let mut g = Gguf::open(path)?;
     let gemma = g.architecture()? == arch::GEMMA3;
     let (llama_cfg, gemma_cfg) = if gemma {
@@ -150,6 +164,7 @@ fn load_gguf(
     } else {
         (Some(arch::LlamaConfig::from_gguf(&g)?), None)
     };
+    split.header_s = lap();
     let tokenizer = Tokenizer::from_gguf(&g)?;
     let chat = match g
         .get("tokenizer.chat_template")
@@ -158,16 +173,24 @@ fn load_gguf(
         Some(src) => Some(chat_template(path, src, &tokenizer)?),
         None => None,
     };
+    split.tokenizer_s = lap();
     let file_bytes = g.file_bytes;
-    let mut src = weights::GgufSource {
-        gguf: &mut g,
-        device: device.clone(),
+    let map = match cfg.load {
+        LoadMode::Mmap => Some(g.map()?),
+        LoadMode::Copy => None,
     };
+    let mut src = weights::GgufSource::new(&mut g, device.clone(), map);
     let model = match (llama_cfg, gemma_cfg) {
         (_, Some(c)) => Model::Gemma(gemma::Gemma::load(c, &mut src, cfg.dtype)?),
         (Some(c), None) => Model::Llama(Llama::load(c, &mut src, cfg.dtype)?),
         (None, None) => unreachable!("one config is read; this is a bug"),
     };
+    split.weights_s = lap();
+    if let Some(m) = src.mapping() {
+        split.first_touch_s = m.touch(&src.mapped_ranges).as_secs_f64();
+    }
+    split.mapped_bytes = src.mapped_bytes;
+    split.copied_bytes = src.copied_bytes;
     Ok(Loaded {
         model,
         tokenizer,
@@ -175,6 +198,7 @@ fn load_gguf(
         path: ModelPath::Gguf(path.into()),
         load_time: Duration::ZERO,
         file_bytes,
+        split: Some(split),
     })
 }
 
@@ -230,6 +254,7 @@ fn load_dir(
         path: ModelPath::Safetensors(dir.into()),
         load_time: Duration::ZERO,
         file_bytes,
+        split: None,
     })
 }
 

@@ -1,15 +1,19 @@
 //! Where weights come from: a GGUF file (llama.cpp tensor names) or a directory of safetensors
 //! (Hugging Face names), behind one small trait so the model has one builder.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use candle_core::quantized::QTensor;
 use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device, Tensor};
 
 use super::gguf::Gguf;
 use super::linear::Linear;
+use super::mapped::MappedFile;
 use crate::config::WeightDType;
 use crate::error::ModelError;
+use crate::kernels::{Bytes, QMatrix, QType};
 
 /// Names of a model's tensors in one file format.
 pub enum Names {
@@ -69,10 +73,76 @@ pub trait WeightSource {
     fn device(&self) -> &Device;
 }
 
-/// GGUF tensors.
+/// GGUF tensors, read by copying or borrowed from a mapping of the file.
 pub(crate) struct GgufSource<'a> {
-    pub gguf: &'a mut Gguf,
-    pub device: Device,
+    gguf: &'a mut Gguf,
+    device: Device,
+    map: Option<MappedFile>,
+    /// File bytes borrowed from the mapping.
+    pub mapped_bytes: u64,
+    /// File bytes read into our own memory.
+    pub copied_bytes: u64,
+    /// The mapped ranges handed out, for the first touch.
+    pub mapped_ranges: Vec<Range<usize>>,
+}
+
+impl<'a> GgufSource<'a> {
+    /// Tensors of `gguf` onto `device`; `map` lets quantized CPU matrices borrow their bytes.
+    pub(crate) fn new(gguf: &'a mut Gguf, device: Device, map: Option<MappedFile>) -> Self {
+        Self {
+            gguf,
+            device,
+            map,
+            mapped_bytes: 0,
+            copied_bytes: 0,
+            mapped_ranges: Vec::new(),
+        }
+    }
+
+    /// The mapping, once the weights are built (to touch its pages).
+    pub(crate) fn mapping(&self) -> Option<&MappedFile> {
+        self.map.as_ref()
+    }
+
+    /// Tensor `name` as a matrix borrowing the mapping, when the file is mapped, the matrix
+    /// stays quantized on the CPU and our kernels run its block type.
+    fn mapped_matrix(
+        &mut self,
+        name: &str,
+        dtype: WeightDType,
+    ) -> Result<Option<QMatrix>, ModelError> {
+        let Some(map) = &self.map else {
+            return Ok(None);
+        };
+        if dtype != WeightDType::Q || !self.device.is_cpu() {
+            return Ok(None);
+        }
+        let e = self.gguf.extent(name)?;
+        let (Some(qtype), &[n, k]) = (QType::from_ggml(e.dtype), e.dims.as_slice()) else {
+            return Ok(None);
+        };
+        let bytes = map.range(e.offset, e.len, &format!("tensor {name}"))?;
+        let Bytes::Borrowed { range, .. } = &bytes else {
+            unreachable!("a mapping hands out borrowed bytes; this is a bug");
+        };
+        let range = range.clone();
+        let m = QMatrix::from_bytes(qtype, n, k, bytes).ok_or_else(|| ModelError::Invalid {
+            path: self.gguf.path.clone(),
+            detail: format!(
+                "tensor {name}: {} bytes do not hold {n} × {k} {qtype:?} values",
+                e.len
+            ),
+        })?;
+        self.mapped_bytes += e.len;
+        self.mapped_ranges.push(range);
+        Ok(Some(m))
+    }
+
+    fn copied(&mut self, name: &str) -> Result<QTensor, ModelError> {
+        let q = self.gguf.tensor(name, &self.device)?;
+        self.copied_bytes += self.gguf.extent(name)?.len;
+        Ok(q)
+    }
 }
 
 impl WeightSource for GgufSource<'_> {
@@ -83,12 +153,15 @@ impl WeightSource for GgufSource<'_> {
         self.gguf.has_tensor(name)
     }
     fn linear(&mut self, name: &str, dtype: WeightDType) -> Result<Linear, ModelError> {
-        let q = self.gguf.tensor(name, &self.device)?;
+        if let Some(m) = self.mapped_matrix(name, dtype)? {
+            return Ok(Linear::from_kernel(m));
+        }
+        let q = self.copied(name)?;
         Linear::from_qtensor(q, dtype, &self.device)
             .map_err(ModelError::candle(format!("building {name}")))
     }
     fn dense(&mut self, name: &str) -> Result<Tensor, ModelError> {
-        let q = self.gguf.tensor(name, &self.device)?;
+        let q = self.copied(name)?;
         q.dequantize(&self.device)
             .map_err(ModelError::candle(format!("dequantizing {name}")))
     }

@@ -64,6 +64,7 @@ fn one_level(run: &RunRecord, i: usize) -> RunRecord {
         cold: None,
         baseline: None,
         drafter: None,
+        session: None,
     }
 }
 

@@ -97,6 +97,9 @@ pub struct ChildReport {
     pub output_tokens: usize,
     /// The generated text.
     pub output: String,
+    /// Where the load time went (GGUF only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_split: Option<crate::model::mapped::LoadSplit>,
 }
 
 /// A start's clocks, seconds after the parent started the child (the moment a person hits
@@ -141,6 +144,9 @@ pub struct StartRecord {
     pub output: String,
     /// The end of the child's stderr, for failed starts.
     pub stderr_tail: String,
+    /// Where the child's load time went (GGUF only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_split: Option<crate::model::mapped::LoadSplit>,
 }
 
 /// The cold-start part of a run record.
@@ -291,6 +297,7 @@ mod tests {
             output_tokens: 4,
             output: "x".into(),
             stderr_tail: String::new(),
+            load_split: None,
         }
     }
 

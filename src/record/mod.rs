@@ -11,6 +11,7 @@ pub mod cold;
 pub mod diff;
 pub(crate) mod io;
 pub mod profile;
+pub mod session;
 pub mod spec;
 pub mod summary;
 pub(crate) mod verdict;
@@ -106,6 +107,9 @@ pub struct RunRecord {
     /// The drafter's identity and extra memory (absent without speculation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drafter: Option<spec::DrafterInfo>,
+    /// `tokfire session`: every step with what the person waited for (absent in other runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<session::SessionRecord>,
 }
 
 impl RunRecord {
@@ -141,6 +145,9 @@ pub struct LoadClock {
     pub page_cache: Option<Residency>,
     /// Bytes read from storage during the load (none where unreadable).
     pub disk_read_bytes: Option<u64>,
+    /// Header, tokenizer, weights and first touch, bytes mapped vs copied (GGUF only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<crate::model::mapped::LoadSplit>,
 }
 
 /// One concurrency level: its warm-up and measured rounds.

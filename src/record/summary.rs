@@ -8,6 +8,7 @@
 //! - TTFT: submission → first output token. Completion: submission → last token.
 //! - per-job tok/s: a job's output tokens ÷ (its last finish − its first submission), per round.
 //! - aggregate tok/s: all output tokens of a round ÷ the round's wall window.
+//! - per-job busy tok/s: a job's output tokens ÷ the summed completion times of its tasks.
 //! - tail: p95 with ≥ 20 samples, else the slowest sample.
 
 use std::collections::BTreeMap;
@@ -69,6 +70,10 @@ pub struct LevelSummary {
     /// The scheduler's figures (empty for records without a timeline).
     #[serde(default, flatten)]
     pub profile: super::profile::ProfileFigures,
+    /// Per-job busy speed: a job's output tokens ÷ the time its tasks were in flight, per
+    /// round; median over (job, round), tokens/s.
+    #[serde(default)]
+    pub job_busy_tok_s_median: Option<f64>,
 }
 
 fn measured(level: &LevelRecord) -> impl Iterator<Item = &RoundRecord> {
@@ -173,7 +178,27 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
             tokens,
         ),
         profile: Default::default(),
+        job_busy_tok_s_median: median(
+            &rounds
+                .iter()
+                .flat_map(|r| job_busy_rates(r).into_values())
+                .collect::<Vec<_>>(),
+        ),
     }
+}
+
+/// Per-job busy speed of one round, by job index: output tokens ÷ the summed completion times
+/// of its tasks (a job runs one task at a time, so they never overlap).
+pub(crate) fn job_busy_rates(round: &RoundRecord) -> BTreeMap<usize, f64> {
+    let mut busy: BTreeMap<usize, (f64, usize)> = BTreeMap::new();
+    for t in &round.tasks {
+        let e = busy.entry(t.job).or_insert((0.0, 0));
+        e.0 += t.completion_s;
+        e.1 += t.output_tokens;
+    }
+    busy.into_iter()
+        .filter_map(|(j, (s, n))| clocks::rate(n, s).map(|r| (j, r)))
+        .collect()
 }
 
 /// Kernel warm-up: the first pure-decode step of the first round against the pure-decode steps
@@ -233,6 +258,7 @@ impl LevelSummary {
             joules_per_token: None,
             spec: Default::default(),
             profile: Default::default(),
+            job_busy_tok_s_median: None,
         }
     }
 }

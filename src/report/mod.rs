@@ -10,6 +10,7 @@ pub mod html;
 pub(crate) mod html_sched;
 pub(crate) mod inspect;
 pub(crate) mod profile;
+pub mod session;
 pub(crate) mod summary;
 pub(crate) mod svg;
 pub mod text;

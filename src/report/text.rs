@@ -243,6 +243,9 @@ pub fn render(run: &RunRecord, format: Format) -> String {
     if run.cold.is_some() {
         return super::cold::render(run, format);
     }
+    if run.session.is_some() {
+        return super::session::render(run, format);
+    }
     let d = run.summary();
     match format {
         Format::Json => json_summary(run, &d) + "\n",

@@ -47,6 +47,7 @@ pub(crate) mod agent;
 pub(crate) mod error;
 pub mod load;
 pub(crate) mod lock;
+pub mod session;
 pub(crate) mod spec;
 pub(crate) mod tools;
 pub(crate) mod validate;

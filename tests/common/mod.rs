@@ -35,6 +35,7 @@ pub fn model_config(path: &Path, dtype: WeightDType) -> ModelConfig {
         dtype,
         device: DeviceSpec::Cpu,
         chat_template: None,
+        load: Default::default(),
     }
 }
 

@@ -1,0 +1,213 @@
+//! `tokfire session`: runs a [`Session`] script on one timeline in this process — loads (the
+//! current model dropped first; page-cache residency read with `mincore` before, eviction when
+//! the step asks), one warm-up forward after each load, requests one after the other, idle gaps
+//! slept for `seconds × time_scale` — and keeps every step in the record, saved after each.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::error::BenchError;
+use super::sweep::now_utc;
+use crate::config::run::RunConfig;
+use crate::config::ModelConfig;
+use crate::engine::generate::{generate, GenerateParams};
+use crate::error::EngineError;
+use crate::measure::pagecache;
+use crate::measure::provenance::{Build, Machine};
+use crate::model::{self, Loaded};
+use crate::record::io::RecordWriter;
+use crate::record::session::{is_cold, SessionRecord, StepKindTag, StepRecord};
+use crate::record::{RunRecord, RunStatus};
+use crate::workload::session::{scaled, Session, StepKind};
+use crate::workload::{Prompt, Workload};
+
+/// Everything a session run needs, validated.
+pub struct SessionPlan {
+    /// The run's configuration (`verb = "session"`, model = the first load).
+    pub config: RunConfig,
+    pub session: Session,
+    /// The workload the record names (the script itself: name, source, content hash).
+    pub workload: Workload,
+    /// Idle gaps are slept for `seconds × time_scale`.
+    pub time_scale: f64,
+}
+
+/// Runs the plan, calling `progress` after every step; returns the saved record.
+pub fn run(
+    plan: &SessionPlan,
+    command: Vec<String>,
+    mut progress: impl FnMut(&StepRecord),
+) -> Result<RunRecord, BenchError> {
+    let writer = RecordWriter::open(&plan.config.out)?;
+    let first = model::resolve(&plan.config.model)?;
+    let mut record = RunRecord {
+        id: format!(
+            "{}-{}",
+            now_utc().replace([':', '-'], ""),
+            std::process::id()
+        ),
+        started_utc: now_utc(),
+        status: RunStatus::Running,
+        command,
+        config: plan.config.clone(),
+        build: Build::current(),
+        machine: Machine::current(),
+        runtime: plan.config.runtime.apply(plan.config.model.device)?,
+        scheduler: Default::default(),
+        model: super::cold::model_info(&first)?,
+        workload: plan.workload.clone(),
+        load: Default::default(),
+        energy_na: None,
+        levels: Vec::new(),
+        summary: None,
+        ab: None,
+        cold: None,
+        baseline: None,
+        drafter: None,
+        session: Some(SessionRecord {
+            session: plan.session.clone(),
+            time_scale: plan.time_scale,
+            steps: Vec::new(),
+        }),
+    };
+    writer.save(&record)?;
+    let start = Instant::now();
+    let mut loaded: Option<Loaded> = None;
+    for (i, step) in plan.session.steps.iter().enumerate() {
+        let entries = run_step(plan, i, &step.kind, step.line, start, &mut loaded)?;
+        for e in entries {
+            let s = record.session.as_mut().expect("set above; this is a bug");
+            s.steps.push(e.clone());
+            writer.save(&record)?;
+            progress(&e);
+        }
+    }
+    record.status = RunStatus::Complete;
+    writer.save(&record)?;
+    Ok(record)
+}
+
+/// The step's entries (one per repetition of a request).
+fn run_step(
+    plan: &SessionPlan,
+    i: usize,
+    kind: &StepKind,
+    line: usize,
+    start: Instant,
+    loaded: &mut Option<Loaded>,
+) -> Result<Vec<StepRecord>, BenchError> {
+    let at = || start.elapsed().as_secs_f64();
+    match kind {
+        StepKind::Load {
+            model: name,
+            dtype,
+            evict,
+        } => {
+            let label = format!("load {name} ({})", format!("{dtype:?}").to_lowercase());
+            let mut e = StepRecord::new(i, line, StepKindTag::Load, label, at());
+            // The person waits from here: the old model goes first, then the new one loads.
+            *loaded = None;
+            let cfg = ModelConfig {
+                model: name.clone(),
+                dtype: *dtype,
+                ..plan.config.model.clone()
+            };
+            let (l, warm) = load_step(&cfg, *evict, &mut e)?;
+            e.warmup_s = Some(warm);
+            *loaded = Some(l);
+            Ok(vec![e])
+        }
+        StepKind::Idle { seconds } => {
+            let mut e = StepRecord::new(i, line, StepKindTag::Idle, "idle".into(), at());
+            let t = Instant::now();
+            std::thread::sleep(scaled(*seconds, plan.time_scale));
+            e.idle_script_s = Some(*seconds);
+            e.idle_s = Some(t.elapsed().as_secs_f64());
+            Ok(vec![e])
+        }
+        StepKind::Request {
+            label,
+            prompt,
+            max_tokens,
+            repeat,
+        } => {
+            let l = loaded
+                .as_ref()
+                .expect("the first step loads a model (checked when parsing); this is a bug");
+            let mut out = Vec::with_capacity(*repeat);
+            for r in 0..*repeat {
+                let mut e = StepRecord::new(i, line, StepKindTag::Request, label.clone(), at());
+                e.repeat = r;
+                request(l, prompt, *max_tokens, plan, &mut e)?;
+                out.push(e);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Evicts when asked, reads residency, loads and warms up; fills the load fields of `e`.
+fn load_step(
+    cfg: &ModelConfig,
+    evict: bool,
+    e: &mut StepRecord,
+) -> Result<(Loaded, f64), BenchError> {
+    let path = model::resolve(cfg)?;
+    let files: Vec<PathBuf> = super::sweep::weight_files(&path);
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    if evict {
+        // A failed eviction shows as the residency read next.
+        if let Err(err) = pagecache::evict(&refs) {
+            tracing::warn!("evicting {}: {err}", path.path().display());
+        }
+    }
+    e.residency = pagecache::residency(&refs);
+    e.cold = is_cold(e.residency);
+    let l = model::load(cfg)?;
+    e.load_s = Some(l.load_time.as_secs_f64());
+    e.split = l.split.clone();
+    let t = Instant::now();
+    warm_up(&l)?;
+    Ok((l, t.elapsed().as_secs_f64()))
+}
+
+/// One forward of one token on a scratch cache, waited for.
+fn warm_up(l: &Loaded) -> Result<(), EngineError> {
+    let token = l.tokenizer.info.bos_id.unwrap_or(0);
+    let params = GenerateParams {
+        max_new: 1,
+        sampling: Default::default(),
+        stop: Vec::new(),
+    };
+    generate(&l.model, &[token], &params, |_| {})?;
+    Ok(())
+}
+
+/// Sends one request: enter → first token → last token; fills the request fields of `e`.
+fn request(
+    l: &Loaded,
+    prompt: &Prompt,
+    max_tokens: usize,
+    plan: &SessionPlan,
+    e: &mut StepRecord,
+) -> Result<(), BenchError> {
+    let enter = Instant::now();
+    let text = super::round::render(l, prompt)?;
+    let ids = l.tokenizer.encode(&text)?;
+    let params = GenerateParams {
+        max_new: max_tokens,
+        sampling: plan.config.sampling.clone(),
+        stop: l.tokenizer.info.eos_id.into_iter().collect(),
+    };
+    let mut first: Option<Duration> = None;
+    let g = generate(&l.model, &ids, &params, |_| {
+        first.get_or_insert_with(|| enter.elapsed());
+    })?;
+    let done = enter.elapsed();
+    e.prompt_tokens = ids.len();
+    e.output_tokens = g.tokens.len();
+    e.ttft_s = first.map(|d| d.as_secs_f64());
+    e.completion_s = Some(done.as_secs_f64());
+    e.output = l.tokenizer.decode(&g.tokens)?;
+    Ok(())
+}

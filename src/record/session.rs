@@ -1,0 +1,212 @@
+//! The record of a `tokfire session`: the script as parsed, the time scale, and one entry per
+//! step (a repeated request gives one entry per repetition) with what the person waited for,
+//! on one timeline; the totals are derived here (pure), not stored twice.
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::pagecache::Residency;
+use crate::model::mapped::LoadSplit;
+use crate::record::cold::MAX_COLD_RESIDENT;
+use crate::workload::session::Session;
+
+/// Everything a session run keeps beside the run's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The script as parsed (its steps and their lines).
+    pub session: Session,
+    /// Idle gaps were slept for `seconds × time_scale` (1 = real time).
+    pub time_scale: f64,
+    /// The steps as run, in order.
+    pub steps: Vec<StepRecord>,
+}
+
+/// What kind of step an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKindTag {
+    Load,
+    Request,
+    Idle,
+}
+
+/// One step (or one repetition of a request step) as run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Index of the step in the script, 0-based.
+    pub step: usize,
+    /// Line of the step in the script.
+    pub line: usize,
+    /// Repetition of a request step, 0-based (0 for other steps).
+    #[serde(default)]
+    pub repeat: usize,
+    pub kind: StepKindTag,
+    /// For people: `load MODEL (q)`, `chat`, `raw`, `task code/x`, `idle`.
+    pub label: String,
+    /// Start of the step on the session timeline, seconds after the session started.
+    pub at_s: f64,
+    /// Load steps: page-cache residency of the model's files just before the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residency: Option<Residency>,
+    /// Load steps: whether the load hit a cold page cache (residency below the cold limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<bool>,
+    /// Load steps: the load clock (open → weights and tokenizer built), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_s: Option<f64>,
+    /// Load steps: where the load time went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<LoadSplit>,
+    /// Load steps: the first forward (one token) after the load, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_s: Option<f64>,
+    /// Requests: enter → first output token (render, tokenize, prefill), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_s: Option<f64>,
+    /// Requests: enter → last output token, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_s: Option<f64>,
+    #[serde(default)]
+    pub prompt_tokens: usize,
+    #[serde(default)]
+    pub output_tokens: usize,
+    /// Idle steps: the gap in the script, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_script_s: Option<f64>,
+    /// Idle steps: the time actually slept (the script's gap × the time scale), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_s: Option<f64>,
+    /// Requests: the generated text.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+}
+
+impl StepRecord {
+    /// An entry with only its place filled in.
+    pub(crate) fn new(
+        step: usize,
+        line: usize,
+        kind: StepKindTag,
+        label: String,
+        at_s: f64,
+    ) -> Self {
+        Self {
+            step,
+            line,
+            repeat: 0,
+            kind,
+            label,
+            at_s,
+            residency: None,
+            cold: None,
+            load_s: None,
+            split: None,
+            warmup_s: None,
+            ttft_s: None,
+            completion_s: None,
+            prompt_tokens: 0,
+            output_tokens: 0,
+            idle_script_s: None,
+            idle_s: None,
+            output: String::new(),
+        }
+    }
+
+    /// What the person waited for in this step before anything useful appeared: load +
+    /// warm-up, or the time to the first token, seconds.
+    pub fn wait_s(&self) -> f64 {
+        self.load_s.unwrap_or(0.0) + self.warmup_s.unwrap_or(0.0) + self.ttft_s.unwrap_or(0.0)
+    }
+
+    /// Time the answer was being written (first → last token), seconds.
+    pub fn generating_s(&self) -> f64 {
+        match (self.ttft_s, self.completion_s) {
+            (Some(t), Some(c)) => (c - t).max(0.0),
+            _ => 0.0,
+        }
+    }
+}
+
+/// Whether a load with this residency before it counts as cold.
+pub(crate) fn is_cold(r: Option<Residency>) -> Option<bool> {
+    r.map(|r| r.fraction() < MAX_COLD_RESIDENT)
+}
+
+/// The session's totals, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SessionTotals {
+    /// Loads + warm-ups + times to first token.
+    pub waiting_s: f64,
+    /// Loads and warm-ups alone.
+    pub loading_s: f64,
+    /// The requests' times to first token alone (the model already loaded and warm).
+    pub ttft_s: f64,
+    /// First → last token, over requests.
+    pub generating_s: f64,
+    /// Slept in idle steps.
+    pub idle_s: f64,
+    /// The idle steps' gaps as scripted (before the time scale).
+    pub idle_script_s: f64,
+    /// Session start → end of the last step.
+    pub wall_s: f64,
+    pub requests: usize,
+    pub loads: usize,
+    pub cold_loads: usize,
+}
+
+/// Sums the steps of `r`.
+pub fn totals(r: &SessionRecord) -> SessionTotals {
+    let mut t = SessionTotals::default();
+    for s in &r.steps {
+        t.waiting_s += s.wait_s();
+        t.loading_s += s.load_s.unwrap_or(0.0) + s.warmup_s.unwrap_or(0.0);
+        t.ttft_s += s.ttft_s.unwrap_or(0.0);
+        t.generating_s += s.generating_s();
+        t.idle_s += s.idle_s.unwrap_or(0.0);
+        t.idle_script_s += s.idle_script_s.unwrap_or(0.0);
+        let end = s.at_s + s.wait_s() + s.generating_s() + s.idle_s.unwrap_or(0.0);
+        t.wall_s = t.wall_s.max(end);
+        match s.kind {
+            StepKindTag::Request => t.requests += 1,
+            StepKindTag::Load => {
+                t.loads += 1;
+                t.cold_loads += usize::from(s.cold == Some(true));
+            }
+            StepKindTag::Idle => {}
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_split_waiting_generating_and_idle() {
+        let mut load = StepRecord::new(0, 3, StepKindTag::Load, "load m".into(), 0.0);
+        load.load_s = Some(1.0);
+        load.warmup_s = Some(0.25);
+        load.cold = Some(true);
+        let mut req = StepRecord::new(1, 6, StepKindTag::Request, "chat".into(), 1.25);
+        req.ttft_s = Some(0.5);
+        req.completion_s = Some(2.0);
+        let mut idle = StepRecord::new(2, 9, StepKindTag::Idle, "idle".into(), 3.25);
+        idle.idle_script_s = Some(90.0);
+        idle.idle_s = Some(0.9);
+        let r = SessionRecord {
+            session: crate::workload::session::parse("name = \"t\"\n[[step]]\nload = \"m\"\n", "t")
+                .unwrap(),
+            time_scale: 0.01,
+            steps: vec![load, req, idle],
+        };
+        let t = totals(&r);
+        assert_eq!(t.waiting_s, 1.75);
+        assert_eq!(t.loading_s, 1.25);
+        assert_eq!(t.ttft_s, 0.5);
+        assert_eq!(t.generating_s, 1.5);
+        assert_eq!(t.idle_s, 0.9);
+        assert_eq!(t.idle_script_s, 90.0);
+        assert!((t.wall_s - 4.15).abs() < 1e-9);
+        assert_eq!((t.requests, t.loads, t.cold_loads), (1, 1, 1));
+    }
+}

@@ -1,0 +1,157 @@
+//! A session run for people: one row per step (or repetition) with what the person waited for
+//! — load, warm-up, time to first token, completion — which loads hit a cold page cache, and
+//! the totals (waiting vs generating vs idle); the time scale is stated whenever idle gaps were
+//! shrunk. Reads only the record.
+
+use crate::config::run::Format;
+use crate::record::session::{totals, SessionRecord, StepKindTag, StepRecord};
+use crate::record::RunRecord;
+
+fn secs(v: Option<f64>) -> String {
+    v.map_or("-".into(), |s| format!("{s:.3} s"))
+}
+
+fn row(s: &StepRecord) -> Vec<String> {
+    let resident =
+        |r: crate::measure::pagecache::Residency| format!("{:.0} % resident", r.fraction() * 100.0);
+    let cache = match (s.kind, s.cold, s.residency) {
+        (StepKindTag::Load, Some(true), Some(r)) => format!("cold, {}", resident(r)),
+        (StepKindTag::Load, Some(false), Some(r)) => format!("warm, {}", resident(r)),
+        (StepKindTag::Load, _, _) => "n/a (mincore unreadable)".into(),
+        _ => "-".into(),
+    };
+    let label = if s.repeat > 0 {
+        format!("{} (repeat {})", s.label, s.repeat + 1)
+    } else {
+        s.label.clone()
+    };
+    let idle = match (s.idle_script_s, s.idle_s) {
+        (Some(a), Some(b)) if (a - b).abs() > 0.05 => format!("{b:.3} s (script {a} s)"),
+        (_, b) => secs(b),
+    };
+    let tokens = match s.kind {
+        StepKindTag::Request => format!("{} → {}", s.prompt_tokens, s.output_tokens),
+        _ => "-".into(),
+    };
+    vec![
+        format!("{}", s.step + 1),
+        format!("{}", s.line),
+        label,
+        format!("{:.3} s", s.at_s),
+        cache,
+        secs(s.load_s),
+        secs(s.warmup_s),
+        secs(s.ttft_s),
+        secs(s.completion_s),
+        idle,
+        tokens,
+    ]
+}
+
+const HEADERS: [&str; 11] = [
+    "step",
+    "line",
+    "what",
+    "at",
+    "page cache",
+    "load",
+    "warm-up",
+    "TTFT",
+    "completion",
+    "idle",
+    "tokens in → out",
+];
+
+fn aligned(rows: &[Vec<String>]) -> String {
+    let mut w: Vec<usize> = HEADERS.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<width$}", width = w[i]))
+            .collect();
+        parts.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(HEADERS.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        out += &line(r.clone());
+    }
+    out
+}
+
+/// The totals and the time-scale note.
+fn notes(s: &SessionRecord) -> String {
+    let t = totals(s);
+    let mut out = format!(
+        "waiting   {:.3} s in all: loads + warm-ups {:.3} s ({} load{}, {} on a cold page cache), time to first token {:.3} s over {} request{}\n",
+        t.waiting_s,
+        t.loading_s,
+        t.loads,
+        if t.loads == 1 { "" } else { "s" },
+        t.cold_loads,
+        t.ttft_s,
+        t.requests,
+        if t.requests == 1 { "" } else { "s" },
+    );
+    out += &format!(
+        "generating {:.3} s (first → last token, summed); idle {:.3} s; session wall {:.3} s\n",
+        t.generating_s, t.idle_s, t.wall_s
+    );
+    if t.ttft_s > 0.0 {
+        out += &format!(
+            "the whole wait is {:.1}× the requests' time to first token alone\n",
+            t.waiting_s / t.ttft_s
+        );
+    }
+    if s.time_scale != 1.0 {
+        out += &format!(
+            "time scale {}: idle gaps shrunk from {:.1} s in the script to {:.3} s slept (--time-scale)\n",
+            s.time_scale, t.idle_script_s, t.idle_s
+        );
+    }
+    out
+}
+
+/// The session in `format` (JSON formats: the whole record).
+pub fn render(run: &RunRecord, format: Format) -> String {
+    let Some(s) = &run.session else {
+        return format!("run {} is not a session\n", run.id);
+    };
+    let rows: Vec<Vec<String>> = s.steps.iter().map(row).collect();
+    match format {
+        Format::Json | Format::JsonFull => {
+            serde_json::to_string_pretty(run).expect("records serialize; this is a bug") + "\n"
+        }
+        Format::Csv => {
+            let mut out = HEADERS.join(",") + "\n";
+            for r in &rows {
+                let cells: Vec<String> = r.iter().map(|c| format!("\"{c}\"")).collect();
+                out += &(cells.join(",") + "\n");
+            }
+            out
+        }
+        Format::Md => {
+            let mut out = format!("| {} |\n|{}\n", HEADERS.join(" | "), "---|".repeat(11));
+            for r in &rows {
+                out += &format!("| {} |\n", r.join(" | "));
+            }
+            out + "\n" + &notes(s)
+        }
+        Format::Text => {
+            let head = format!(
+                "tokfire session {} · {} · {} step{} · status {}\n\n",
+                s.session.name,
+                s.session.source,
+                s.steps.len(),
+                if s.steps.len() == 1 { "" } else { "s" },
+                run.status.label()
+            );
+            head + &aligned(&rows) + "\n" + &notes(s)
+        }
+    }
+}

@@ -37,7 +37,7 @@ impl ThinkConfig {
             ("--think-jitter", self.jitter_s),
             ("--stagger", self.stagger_s),
         ] {
-            if !v.is_finite() || v < 0.0 || v > MAX_SECONDS {
+            if !v.is_finite() || !(0.0..=MAX_SECONDS).contains(&v) {
                 return Err(ConfigError::flag(
                     flag,
                     v.to_string(),

@@ -204,6 +204,36 @@ fn expect_load_samples_a_load_per_measured_round() {
     assert!(v.effect.is_some(), "a load effect from the samples: {v:?}");
 }
 
+#[test]
+fn speculation_and_load_mode_are_variables_and_greedy_output_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let o = dir.path().join("ab.json");
+    let (m, wl, o) = (m.to_str().unwrap(), wl.to_str().unwrap(), o.to_str().unwrap());
+    for vary in ["spec=none,lookup", "spec-k=2,4", "load=copy,mmap"] {
+        let mut a = vec!["ab", "--vary", vary, "--rounds", "3"];
+        if vary.starts_with("spec-k") {
+            a.extend(["--spec", "lookup"]);
+        }
+        a.extend(args(m, wl, o));
+        let screen = ok(&a);
+        let file = read(std::path::Path::new(o));
+        let b = file.runs.last().unwrap();
+        let v = b.ab.as_ref().unwrap().verdict.as_ref().unwrap();
+        assert!(
+            v.changed_tasks.iter().all(|t| t.same_output),
+            "{vary}: greedy output must not change: {screen}"
+        );
+        if vary.starts_with("spec") {
+            assert_eq!(b.drafter.as_ref().map(|d| d.spec.as_str()), Some("lookup"), "{vary}");
+        }
+    }
+    fails(
+        &["ab", "--vary", "spec-k=0,2", "--spec", "lookup", "--model", m, "--workload", wl],
+        &["--vary", "spec-k"],
+    );
+}
+
 fn one_run(dir: &std::path::Path, wl_text: &str, out: &str) {
     let m = tiny(dir);
     let wl = workload(dir, wl_text);

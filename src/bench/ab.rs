@@ -107,10 +107,31 @@ pub const KEYS: &[Key] = &[
         reload: false,
         drift: None,
     },
+    Key {
+        name: "spec",
+        help: "speculative decoding: none, lookup, layerskip:L, draft:MODEL (greedy output must not change)",
+        paths: &["spec.method"],
+        reload: false,
+        drift: None,
+    },
+    Key {
+        name: "spec-k",
+        help: "tokens proposed per sequence per step when speculating",
+        paths: &["spec.k"],
+        reload: false,
+        drift: None,
+    },
+    Key {
+        name: "load",
+        help: "how GGUF weights come in: mmap or copy (each arm loads the model)",
+        paths: &["model.load"],
+        reload: true,
+        drift: None,
+    },
 ];
 
 /// Keys named in the design that this build cannot vary yet.
-pub const NOT_YET: &[&str] = &["spec", "spec-k", "prefix-cache"];
+pub const NOT_YET: &[&str] = &["prefix-cache"];
 
 /// `ab --help`: keys, metrics, the verdict's rules, examples.
 pub fn help() -> String {
@@ -119,7 +140,7 @@ pub fn help() -> String {
         .map(|k| format!("  {:<17} {}\n", k.name, k.help))
         .collect();
     format!(
-        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load (a warm load of the arm's model before each round), memory (peak RSS per round),\n  aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary dtype=q,f16 --expect load\n",
+        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load (a warm load of the arm's model before each round), memory (peak RSS per round),\n  aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n",
         VERDICT_HELP
     )
 }
@@ -156,6 +177,12 @@ pub struct Plan {
 pub struct Hooks<'a> {
     pub progress: &'a mut Progress,
     pub stop: Option<&'a std::sync::atomic::AtomicUsize>,
+}
+
+/// Each arm's target model and drafter (the same target twice unless the arms reload).
+struct Models<'a> {
+    target: [&'a Loaded; 2],
+    draft: [Option<&'a Loaded>; 2],
 }
 
 struct ArmState {
@@ -341,6 +368,15 @@ fn run_arms(
         writer.save(r)?;
     }
     let loaded: [&Loaded; 2] = [&loaded_a, loaded_b.as_ref().unwrap_or(&loaded_a)];
+    // Each arm's drafter (a `spec` or `spec-k` A/B), checked before the first round.
+    let drafts = [
+        super::spec_setup::prepare(&cfgs[0], loaded[0], &mut records[0])?,
+        super::spec_setup::prepare(&cfgs[1], loaded[1], &mut records[1])?,
+    ];
+    let models = Models {
+        target: loaded,
+        draft: [drafts[0].as_ref(), drafts[1].as_ref()],
+    };
     let mut states: Vec<ArmState> = Vec::new();
     for (cfg, r) in cfgs.iter().zip(records.drain(..)) {
         states.push(arm_state(cfg, r)?);
@@ -349,7 +385,7 @@ fn run_arms(
         cfgs,
         plan,
         workload,
-        &loaded,
+        &models,
         energy.as_ref(),
         &mut states,
         writer,
@@ -386,7 +422,7 @@ fn rounds(
     cfgs: &[RunConfig; 2],
     plan: &Plan,
     workload: &Workload,
-    loaded: &[&Loaded; 2],
+    models: &Models<'_>,
     energy: Option<&EnergyMeter>,
     states: &mut [ArmState],
     writer: &RecordWriter,
@@ -412,14 +448,14 @@ fn rounds(
             let arm = order[seq];
             let warmup = seq < 2 * warm;
             let setup = RoundSetup {
-                loaded: loaded[arm],
+                loaded: models.target[arm],
                 workload,
                 scheduler: states[arm].record.scheduler,
                 sampling: cfgs[arm].sampling.clone(),
                 max_tokens: cfgs[arm].max_tokens,
                 stop,
                 spec: cfgs[arm].spec.clone(),
-                draft: None,
+                draft: models.draft[arm],
                 think: cfgs[arm].think,
             };
             let done_here = states[arm].record.levels[0]
@@ -488,6 +524,7 @@ fn one_round(
         .pool
         .install(|| measured_round(setup, setup_jobs(state), energy, progress))?;
     let seen = before.until(&sentinel::Snapshot::take());
+    super::spec_setup::note_round(&mut state.record, &out);
     let level = &mut state.record.levels[0];
     level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
     let peak = memory::peak_rss_bytes();

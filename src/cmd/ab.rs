@@ -175,6 +175,12 @@ fn set(cfg: &mut RunConfig, key: &str, v: &str) -> Result<(), ConfigError> {
             })?
         }
         "model" => cfg.model.model = v.to_string(),
+        "spec" => cfg.spec.method = crate::spec::SpecMethod::parse(v)?,
+        "spec-k" => cfg.spec.k = parse(key, v)?,
+        "load" => {
+            cfg.model.load = <crate::config::LoadMode as clap::ValueEnum>::from_str(v, true)
+                .map_err(|_| bad("--vary", &format!("load={v}"), "expected mmap or copy"))?
+        }
         "schedule" => {
             use crate::config::schedule::Schedule;
             cfg.engine.schedule =

@@ -65,7 +65,7 @@ fn ab_refuses_what_is_not_one_variable() {
     );
     run(&["--vary", "threads=0,2"], &["--threads 0"]);
     run(
-        &["--vary", "spec=none,lookup"],
+        &["--vary", "prefix-cache=off,on"],
         &["not available in this build yet"],
     );
     run(&[], &["--vary", "--aa"]);

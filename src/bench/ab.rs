@@ -17,7 +17,6 @@ use crate::engine::scheduler::SchedulerConfig;
 use crate::error::EngineError;
 use crate::kernels;
 use crate::measure::energy::EnergyMeter;
-use crate::measure::provenance::{Build, Machine};
 use crate::measure::{memory, sentinel};
 use crate::model::Loaded;
 use crate::record::ab::{Decision, Metric};
@@ -275,24 +274,6 @@ fn skeleton(
 ) -> RunRecord {
     RunRecord {
         id: format!("{pair}-{arm}"),
-        started_utc: now_utc(),
-        status: RunStatus::Running,
-        command: command.to_vec(),
-        config: cfg.clone(),
-        build: Build::current(),
-        machine: Machine::current(),
-        runtime: Default::default(),
-        scheduler: Default::default(),
-        model: Default::default(),
-        workload: workload.clone(),
-        load: Default::default(),
-        energy_na: None,
-        levels: Vec::new(),
-        summary: None,
-        cold: None,
-        baseline: None,
-        drafter: None,
-        session: None,
         ab: Some(AbArm {
             arm: arm.into(),
             pair: pair.into(),
@@ -304,6 +285,7 @@ fn skeleton(
             rounds: Vec::new(),
             verdict: None,
         }),
+        ..super::sweep::new_record(cfg.clone(), workload.clone(), command.to_vec())
     }
 }
 

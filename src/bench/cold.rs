@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::cold_child::ChildSpec;
 use super::error::BenchError;
-use super::sweep::now_utc;
 use crate::config::run::RunConfig;
-use crate::measure::provenance::{Build, Machine};
 use crate::measure::{monotonic, pagecache};
 use crate::model::{self, inspect, ModelPath};
 use crate::record::cold::{
@@ -48,33 +46,13 @@ pub fn run(
     let files = super::sweep::weight_files(&path);
     plan.settings.files = files.clone();
     let mut record = RunRecord {
-        id: format!(
-            "{}-{}",
-            now_utc().replace([':', '-'], ""),
-            std::process::id()
-        ),
-        started_utc: now_utc(),
-        status: RunStatus::Running,
-        command,
-        config: plan.config.clone(),
-        build: Build::current(),
-        machine: Machine::current(),
         runtime: plan.config.runtime.apply(plan.config.model.device)?,
-        scheduler: Default::default(),
         model: model_info(&path)?,
-        workload: plan.workload.clone(),
-        load: Default::default(),
-        energy_na: None,
-        levels: Vec::new(),
-        summary: None,
-        ab: None,
         cold: Some(ColdRecord {
             settings: plan.settings.clone(),
             starts: Vec::new(),
         }),
-        baseline: None,
-        drafter: None,
-        session: None,
+        ..super::sweep::new_record(plan.config.clone(), plan.workload.clone(), command)
     };
     // Children get the resolved file, so none of them fetches or resolves again.
     let mut model_cfg = plan.config.model.clone();

@@ -7,13 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::error::BenchError;
-use super::sweep::now_utc;
 use crate::config::run::RunConfig;
 use crate::config::ModelConfig;
 use crate::engine::generate::{generate, GenerateParams};
 use crate::error::EngineError;
 use crate::measure::pagecache;
-use crate::measure::provenance::{Build, Machine};
 use crate::model::{self, Loaded};
 use crate::record::io::RecordWriter;
 use crate::record::session::{is_cold, SessionRecord, StepKindTag, StepRecord};
@@ -41,34 +39,14 @@ pub fn run(
     let writer = RecordWriter::open(&plan.config.out)?;
     let first = model::resolve(&plan.config.model)?;
     let mut record = RunRecord {
-        id: format!(
-            "{}-{}",
-            now_utc().replace([':', '-'], ""),
-            std::process::id()
-        ),
-        started_utc: now_utc(),
-        status: RunStatus::Running,
-        command,
-        config: plan.config.clone(),
-        build: Build::current(),
-        machine: Machine::current(),
         runtime: plan.config.runtime.apply(plan.config.model.device)?,
-        scheduler: Default::default(),
         model: super::cold::model_info(&first)?,
-        workload: plan.workload.clone(),
-        load: Default::default(),
-        energy_na: None,
-        levels: Vec::new(),
-        summary: None,
-        ab: None,
-        cold: None,
-        baseline: None,
-        drafter: None,
         session: Some(SessionRecord {
             session: plan.session.clone(),
             time_scale: plan.time_scale,
             steps: Vec::new(),
         }),
+        ..super::sweep::new_record(plan.config.clone(), plan.workload.clone(), command)
     };
     writer.save(&record)?;
     let start = Instant::now();

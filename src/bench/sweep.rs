@@ -39,32 +39,7 @@ pub(crate) fn run(
 ) -> Result<RunRecord, BenchError> {
     let workload = workload::load(&cfg.workload)?;
     let writer = RecordWriter::open(&cfg.out)?;
-    let mut record = RunRecord {
-        id: format!(
-            "{}-{}",
-            now_utc().replace([':', '-'], ""),
-            std::process::id()
-        ),
-        started_utc: now_utc(),
-        status: RunStatus::Running,
-        command,
-        config: cfg.clone(),
-        build: Build::current(),
-        machine: Machine::current(),
-        runtime: Default::default(),
-        scheduler: Default::default(),
-        model: Default::default(),
-        workload: workload.clone(),
-        load: Default::default(),
-        energy_na: None,
-        levels: Vec::new(),
-        summary: None,
-        ab: None,
-        cold: None,
-        baseline: None,
-        drafter: None,
-        session: None,
-    };
+    let mut record = new_record(cfg.clone(), workload.clone(), command);
     writer.save(&record)?;
     let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {
         let draft = super::spec_setup::prepare(cfg, &loaded, &mut record)?;
@@ -299,6 +274,36 @@ pub(crate) fn model_info(loaded: &Loaded, path: &ModelPath) -> Result<ModelInfo,
 }
 
 /// Now, UTC, RFC 3339 (seconds).
+/// A running record of `config` on this build and machine, id `UTC-PID`, nothing measured yet.
+pub(crate) fn new_record(config: RunConfig, workload: Workload, command: Vec<String>) -> RunRecord {
+    RunRecord {
+        id: format!(
+            "{}-{}",
+            now_utc().replace([':', '-'], ""),
+            std::process::id()
+        ),
+        started_utc: now_utc(),
+        status: RunStatus::Running,
+        command,
+        config,
+        build: Build::current(),
+        machine: Machine::current(),
+        runtime: Default::default(),
+        scheduler: Default::default(),
+        model: Default::default(),
+        workload,
+        load: Default::default(),
+        energy_na: None,
+        levels: Vec::new(),
+        summary: None,
+        ab: None,
+        cold: None,
+        baseline: None,
+        drafter: None,
+        session: None,
+    }
+}
+
 pub(crate) fn now_utc() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -97,7 +97,18 @@ fn sweep_prints_the_sheet_and_records_every_field() {
     );
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
-    assert!(t["traceEvents"].as_array().unwrap().len() > 10);
+    let events = t["traceEvents"].as_array().unwrap();
+    assert!(events.len() > 10);
+    // Every step carries the planner's decision, and the queue is a counter track.
+    let steps: Vec<_> = events.iter().filter(|e| e["name"] == "step").collect();
+    assert!(!steps.is_empty());
+    assert!(steps.iter().all(|e| e["args"]["plan"]["running"].as_u64() >= Some(1)));
+    let queue: Vec<_> = events
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "queue")
+        .collect();
+    assert_eq!(queue.len(), steps.len(), "one queue sample per step");
+    assert!(queue.iter().any(|e| e["args"]["running"].as_u64() >= Some(2)));
 
     // A second run appends to the same file.
     let mut a = vec!["run", "--jobs", "2", "--format", "csv"];

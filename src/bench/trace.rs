@@ -1,7 +1,8 @@
 //! A Chrome trace (the `chrome://tracing` / Perfetto JSON format) of a whole run, built from the
 //! engine's events: one process per concurrency level, with a track of rounds, a track of engine
-//! steps (with their composition) and one track per job holding each request's queue, prefill and
-//! decode spans. Times are microseconds since the run's first round started.
+//! steps (with their composition, the planner's decision and the drafter's span), counters of the
+//! queue and the KV tokens held, and one track per job holding each request's queue, prefill and
+//! decode spans and its preemptions. Times are microseconds since the run's first round started.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -19,6 +20,14 @@ pub(crate) struct Trace {
 
 fn span(name: &str, pid: usize, tid: usize, from: f64, to: f64, args: Value) -> Value {
     json!({"name": name, "ph": "X", "pid": pid, "tid": tid, "ts": from, "dur": (to - from).max(0.0), "args": args})
+}
+
+fn counter(name: &str, pid: usize, at: f64, args: Value) -> Value {
+    json!({"name": name, "ph": "C", "pid": pid, "tid": 0, "ts": at, "args": args})
+}
+
+fn instant(name: &str, pid: usize, tid: usize, at: f64, args: Value) -> Value {
+    json!({"name": name, "ph": "i", "s": "t", "pid": pid, "tid": tid, "ts": at, "args": args})
 }
 
 fn meta(kind: &str, pid: usize, tid: usize, name: String) -> Value {
@@ -98,6 +107,32 @@ impl Trace {
                         t,
                         json!({"seqs": seqs, "prefill_tokens": prefill_tokens, "decode_tokens": decode_tokens}),
                     ))
+                }
+                (EventKind::StepPlan(plan), _) => {
+                    if let Some((_, args)) = step.as_mut() {
+                        args["plan"] = json!(plan);
+                    }
+                    let queue = json!({"running": plan.running, "waiting": plan.waiting});
+                    self.events.push(counter("queue", level, t, queue));
+                    let kv = json!({"tokens": plan.kv_tokens});
+                    self.events.push(counter("kv held", level, t, kv));
+                }
+                (EventKind::Drafted { seqs, draft_us }, _) => {
+                    let from = t - *draft_us as f64;
+                    let args = json!({"seqs": seqs});
+                    self.events.push(span("draft", level, 0, from, t, args));
+                }
+                (EventKind::Verified { proposed, accepted }, _) => {
+                    if let Some((_, args)) = step.as_mut() {
+                        let add = |v: &Value, n: usize| json!(v.as_u64().unwrap_or(0) + n as u64);
+                        args["proposed"] = add(&args["proposed"], *proposed);
+                        args["accepted"] = add(&args["accepted"], *accepted);
+                    }
+                }
+                (EventKind::Preempted, Some(id)) => {
+                    let tid = job_of.get(&id).map_or(0, |j| j + 1);
+                    let args = json!({"request": id});
+                    self.events.push(instant("preempted", level, tid, t, args));
                 }
                 (EventKind::StepEnd { forward_us }, _) => {
                     if let Some((from, mut args)) = step.take() {

@@ -42,7 +42,7 @@ pub struct VsBaseline {
     pub spec_baseline_rounds: usize,
     /// Median absolute deviation of the per-round ratios of decode tok/s from their median
     /// (a ratio, like the speedup; 0 when every pair agrees).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub spec_decode_speedup_mad: Option<f64>,
     /// Round pairs (round i with speculation, round i without) that both had a decode clock:
     /// the sample count of the per-round ratios behind the min, max and MAD.

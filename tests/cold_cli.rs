@@ -1,7 +1,8 @@
 //! `tokfire cold` end to end on a tiny synthetic model written under the build folder (a disk
 //! file system: a tmpfs keeps every page, so eviction could not take there): eviction measurably
 //! drops residency, every clock is present and in order, a killed start is a failed start kept in
-//! the record, `--drop-caches` without root is a clear error, `report` re-renders the run.
+//! the record, `--drop-caches` without root is a clear error, `report` re-renders the run, and
+//! SIGINT kills the running child and keeps the starts done in an interrupted record.
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +58,7 @@ fn cold_starts_evict_and_time_every_clock() {
         "first token",
         "read (median)",
         "counted: 2 cold, 2 warm",
+        "load split s (header/tokenizer/weights/touch)",
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
@@ -84,6 +86,15 @@ fn cold_starts_evict_and_time_every_clock() {
             "{seq:?}"
         );
         assert!(s.output_tokens >= 1 && s.read_bytes.is_some());
+        let split = s
+            .load_split
+            .as_ref()
+            .expect("a GGUF start records its load split");
+        let cell = format!(
+            "{:.3}/{:.3}/{:.3}/{:.3} ",
+            split.header_s, split.tokenizer_s, split.weights_s, split.first_touch_s
+        );
+        assert!(stdout.contains(&cell), "missing {cell:?} in:\n{stdout}");
         match s.kind {
             Cold => {
                 let e = s
@@ -190,4 +201,82 @@ fn drop_caches_without_root_is_a_clear_error() {
         "{stderr}"
     );
     assert!(!out.exists(), "nothing ran, nothing recorded");
+}
+
+/// Starts in the first run of `out` (0 before the file exists; it is valid whenever it does).
+fn starts_saved(out: &Path) -> usize {
+    let Ok(text) = std::fs::read_to_string(out) else {
+        return 0;
+    };
+    let file: ResultsFile = serde_json::from_str(&text).expect("the record is always valid JSON");
+    file.runs
+        .first()
+        .and_then(|r| r.cold.as_ref())
+        .map_or(0, |c| c.starts.len())
+}
+
+/// Processes whose command line holds `needle` (other than this test process).
+#[cfg(target_os = "linux")]
+fn processes_with(needle: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy() != me)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("cold-child") && c.contains(needle))
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigint_kills_the_running_child_and_keeps_the_starts_done() {
+    let dir = disk_dir();
+    let m = tiny(dir.path());
+    let out = dir.path().join("interrupted.json");
+    let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
+    a.extend(["--repeat", "200"]);
+    let mut child = support::spawn(&a);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while starts_saved(&out) < 1 {
+        assert!(std::time::Instant::now() < deadline, "no start saved");
+        assert!(child.try_wait().unwrap().is_none(), "ended before a start");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let res = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    let run = &read(&out).runs[0];
+    let starts = &run.cold.as_ref().unwrap().starts;
+    if starts.len() == 400 {
+        return; // the signal came after the last start: nothing to interrupt
+    }
+    assert_eq!(res.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted by SIGINT: the running child was killed"),
+        "{stderr}"
+    );
+    assert_eq!(
+        run.status,
+        RunStatus::Interrupted {
+            signal: "SIGINT".into()
+        }
+    );
+    assert!(!starts.is_empty(), "the starts done are kept");
+    for (i, s) in starts.iter().enumerate() {
+        assert_eq!(s.index, i, "in order, none lost");
+        assert!(
+            s.clocks.is_some() || s.failure.is_some(),
+            "start {i} is whole"
+        );
+    }
+    let log = std::fs::read_to_string(out.with_extension("txt")).unwrap();
+    assert!(
+        log.contains("interrupted (SIGINT)") && log.contains("its start is not kept"),
+        "{log}"
+    );
+    let left = processes_with(m.to_str().unwrap());
+    assert!(left.is_empty(), "children left running: {left:?}");
 }

@@ -91,6 +91,47 @@ fn a_scripted_session_runs_every_step_in_order_with_its_clocks() {
         assert!(w[1].at_s >= w[0].at_s, "steps on one timeline, in order");
     }
     assert_eq!(run.config.verb, "session");
+
+    // `report --format csv`: a header, then one row per step with its clocks as numbers.
+    let csv = tokfire()
+        .args(["report", out.to_str().unwrap(), "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(csv.status.success());
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1 + sess.steps.len(),
+        "a header and 5 steps:\n{csv}"
+    );
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    let rows: Vec<Vec<&str>> = lines[1..].iter().map(|l| l.split(',').collect()).collect();
+    for (row, step) in rows.iter().zip(&sess.steps) {
+        assert_eq!(row.len(), header.len(), "{row:?}");
+        assert_eq!(row[col("run_id")], run.id);
+        assert_eq!(row[col("line")], step.line.to_string());
+        let clock = |name: &str| -> Option<f64> {
+            let cell = row[col(name)];
+            (!cell.is_empty()).then(|| cell.parse().expect("a number"))
+        };
+        assert_eq!(clock("at_s"), Some(step.at_s));
+        assert_eq!(clock("load_s"), step.load_s);
+        assert_eq!(clock("warmup_s"), step.warmup_s);
+        assert_eq!(clock("ttft_s"), step.ttft_s);
+        assert_eq!(clock("completion_s"), step.completion_s);
+        assert_eq!(clock("idle_s"), step.idle_s);
+        assert_eq!(clock("time_scale"), Some(0.1));
+    }
+    assert_eq!(
+        rows.iter().map(|r| r[col("kind")]).collect::<Vec<_>>(),
+        ["load", "request", "request", "idle", "request"]
+    );
+    assert!(
+        rows[0][col("header_s")].parse::<f64>().is_ok(),
+        "the load split"
+    );
 }
 
 fn fails(dir: &Path, text: &str) -> String {

@@ -82,7 +82,17 @@ fn a_speculative_run_keeps_an_interleaved_baseline_and_reports_the_speedup() {
             v.spec_decode_speedup_max.unwrap(),
         );
         assert!(lo <= hi);
+        assert_eq!(v.spec_decode_speedup_pairs, 2, "one ratio per round pair");
+        let mad = v.spec_decode_speedup_mad.expect("a MAD of two ratios");
+        assert!(
+            (0.0..=hi - lo + 1e-12).contains(&mad),
+            "MAD {mad} in ×{lo}–×{hi}"
+        );
     }
+    assert!(
+        stdout.contains("per round pair ×") && stdout.contains(", 2 pairs)"),
+        "{stdout}"
+    );
     let drafter = run.drafter.as_ref().unwrap();
     assert_eq!((drafter.spec.as_str(), drafter.weight_bytes), ("lookup", 0));
 

@@ -3,11 +3,14 @@
 //! page cache (`posix_fadvise(DONTNEED)`, and `drop_caches` when asked) and the eviction is
 //! checked with `mincore`; before a warm start they are read into it. The child reports its
 //! phases on the shared monotonic clock; the parent stamps the start, waits with a timeout, and
-//! keeps every start in the record, failed ones too, saving after each.
+//! keeps every start in the record, failed ones too, saving after each (atomically). A stop
+//! request (SIGINT, SIGTERM) kills the running child, leaves that unfinished start out, and ends
+//! the run marked interrupted with the starts done so far.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::cold_child::ChildSpec;
@@ -35,10 +38,12 @@ pub struct ColdPlan {
     pub exe: PathBuf,
 }
 
-/// Runs the plan, calling `progress` after every start; returns the saved record.
+/// Runs the plan, calling `progress` after every start; returns the saved record, complete or,
+/// once `stop` holds a signal number, interrupted.
 pub fn run(
     plan: &mut ColdPlan,
     command: Vec<String>,
+    stop: Option<&AtomicUsize>,
     mut progress: impl FnMut(&StartRecord),
 ) -> Result<RunRecord, BenchError> {
     let writer = RecordWriter::open(&plan.config.out)?;
@@ -69,6 +74,9 @@ pub fn run(
     let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let timeout = Duration::from_secs_f64(plan.settings.timeout_s);
     for i in 0..plan.settings.repeat * 2 {
+        if signalled(stop).is_some() {
+            break;
+        }
         let kind = if i % 2 == 0 {
             StartKind::Cold
         } else {
@@ -76,7 +84,9 @@ pub fn run(
         };
         let eviction = prepare(kind, &refs, plan.settings.drop_caches);
         let residency = pagecache::residency(&refs);
-        let mut start = one_start(&plan.exe, &spec_json, timeout);
+        let Some(mut start) = one_start(&plan.exe, &spec_json, timeout, stop) else {
+            break;
+        };
         start.index = i;
         start.kind = kind;
         start.residency = residency;
@@ -87,9 +97,19 @@ pub fn run(
         writer.save(&record)?;
         progress(&start);
     }
-    record.status = RunStatus::Complete;
+    record.status = match signalled(stop) {
+        Some(n) => RunStatus::Interrupted {
+            signal: super::sweep::signal_name(n),
+        },
+        None => RunStatus::Complete,
+    };
     writer.save(&record)?;
     Ok(record)
+}
+
+/// The signal number a stop was requested with, if any.
+fn signalled(stop: Option<&AtomicUsize>) -> Option<usize> {
+    stop.map(|s| s.load(Ordering::Relaxed)).filter(|&n| n != 0)
 }
 
 /// Empties (cold) or fills (warm) the page cache for `files`; the eviction as it went.
@@ -124,11 +144,18 @@ struct Exit {
     stderr: String,
     spawn_ns: u64,
     exit_s: f64,
+    /// A stop request ended the wait; the child was killed.
+    interrupted: bool,
 }
 
 /// Starts one child and turns its exit and report into a start (kind and page cache filled in
-/// by the caller).
-fn one_start(exe: &Path, spec_json: &str, timeout: Duration) -> StartRecord {
+/// by the caller); none when a stop request killed it before it finished.
+fn one_start(
+    exe: &Path,
+    spec_json: &str,
+    timeout: Duration,
+    stop: Option<&AtomicUsize>,
+) -> Option<StartRecord> {
     let mut cmd = Command::new(exe);
     cmd.args(["cold-child", "--spec", spec_json]);
     let mut start = StartRecord {
@@ -148,13 +175,18 @@ fn one_start(exe: &Path, spec_json: &str, timeout: Duration) -> StartRecord {
         stderr_tail: String::new(),
         load_split: None,
     };
-    let exit = match run_child(cmd, timeout) {
+    let exit = match run_child(cmd, timeout, stop) {
         Ok(e) => e,
         Err(e) => {
             start.failure = Some(format!("could not start {}: {e}", exe.display()));
-            return start;
+            return Some(start);
         }
     };
+    // A Ctrl-C in a terminal reaches the child too: whatever it did then is not a start.
+    let failed = !exit.status.is_some_and(|s| s.success());
+    if exit.interrupted || (failed && signalled(stop).is_some()) {
+        return None;
+    }
     start.exit_s = exit.exit_s;
     match judge(&exit, timeout) {
         Ok(report) => fill(&mut start, &report, exit.spawn_ns),
@@ -163,7 +195,7 @@ fn one_start(exe: &Path, spec_json: &str, timeout: Duration) -> StartRecord {
             start.stderr_tail = tail(&exit.stderr, 2000);
         }
     }
-    start
+    Some(start)
 }
 
 fn fill(start: &mut StartRecord, r: &ChildReport, spawn_ns: u64) {
@@ -226,8 +258,12 @@ pub fn describe_exit(status: ExitStatus, stderr: &str) -> String {
 }
 
 /// Spawns `cmd` (stdout and stderr captured), stamping the monotonic clock just before, and
-/// waits up to `timeout`, killing it after.
-fn run_child(mut cmd: Command, timeout: Duration) -> std::io::Result<Exit> {
+/// waits up to `timeout` or a stop request, killing it after.
+fn run_child(
+    mut cmd: Command,
+    timeout: Duration,
+    stop: Option<&AtomicUsize>,
+) -> std::io::Result<Exit> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -236,11 +272,12 @@ fn run_child(mut cmd: Command, timeout: Duration) -> std::io::Result<Exit> {
     let mut child = cmd.spawn()?;
     let out = drain(child.stdout.take());
     let err = drain(child.stderr.take());
-    let (status, timed_out) = wait(&mut child, started, timeout);
+    let (status, ended) = wait(&mut child, started, timeout, stop);
     let exit_s = started.elapsed().as_secs_f64();
     Ok(Exit {
         status,
-        timed_out,
+        timed_out: ended == Ended::TimedOut,
+        interrupted: ended == Ended::Stopped,
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
         spawn_ns,
@@ -248,16 +285,38 @@ fn run_child(mut cmd: Command, timeout: Duration) -> std::io::Result<Exit> {
     })
 }
 
-fn wait(child: &mut Child, started: Instant, timeout: Duration) -> (Option<ExitStatus>, bool) {
+/// How waiting for a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    Exited,
+    /// Still running at the timeout: killed.
+    TimedOut,
+    /// A stop request came: killed.
+    Stopped,
+}
+
+fn wait(
+    child: &mut Child,
+    started: Instant,
+    timeout: Duration,
+    stop: Option<&AtomicUsize>,
+) -> (Option<ExitStatus>, Ended) {
     loop {
+        let ended = if signalled(stop).is_some() {
+            Ended::Stopped
+        } else if started.elapsed() >= timeout {
+            Ended::TimedOut
+        } else {
+            Ended::Exited
+        };
         match child.try_wait() {
-            Ok(Some(s)) => return (Some(s), false),
-            Ok(None) if started.elapsed() >= timeout => {
+            Ok(Some(s)) => return (Some(s), Ended::Exited),
+            Ok(None) if ended != Ended::Exited => {
                 let _ = child.kill();
-                return (child.wait().ok(), true);
+                return (child.wait().ok(), ended);
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(_) => return (None, false),
+            Err(_) => return (None, Ended::Exited),
         }
     }
 }
@@ -321,12 +380,12 @@ mod tests {
     fn a_killed_or_crashing_child_is_described() {
         let mut c = Command::new("sh");
         c.args(["-c", "kill -9 $$"]);
-        let e = run_child(c, Duration::from_secs(10)).expect("sh runs");
+        let e = run_child(c, Duration::from_secs(10), None).expect("sh runs");
         let status = e.status.expect("status");
         assert_eq!(describe_exit(status, ""), "killed by signal 9 (SIGKILL)");
         let mut c = Command::new("sh");
         c.args(["-c", "echo 'Error: no model' >&2; exit 3"]);
-        let e = run_child(c, Duration::from_secs(10)).expect("sh runs");
+        let e = run_child(c, Duration::from_secs(10), None).expect("sh runs");
         let why = judge(&e, Duration::from_secs(10)).expect_err("exit 3 fails");
         assert_eq!(why, "exited with status 3: Error: no model");
     }
@@ -337,13 +396,33 @@ mod tests {
         let mut c = Command::new("sleep");
         c.arg("30");
         let t = Instant::now();
-        let e = run_child(c, Duration::from_millis(100)).expect("sleep runs");
+        let e = run_child(c, Duration::from_millis(100), None).expect("sleep runs");
         assert!(e.timed_out && t.elapsed() < Duration::from_secs(10));
         let why = judge(&e, Duration::from_millis(100)).expect_err("hung");
         assert!(
             why.starts_with("hung: still running after --timeout 0.1 s"),
             "{why}"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_stop_request_kills_the_running_child() {
+        let stop = AtomicUsize::new(0);
+        let t = Instant::now();
+        let e = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                stop.store(libc::SIGINT as usize, Ordering::Relaxed);
+            });
+            let mut c = Command::new("sleep");
+            c.arg("30");
+            run_child(c, Duration::from_secs(60), Some(&stop)).expect("sleep runs")
+        });
+        assert!(e.interrupted && !e.timed_out, "stopped, not timed out");
+        assert!(t.elapsed() < Duration::from_secs(10), "killed at once");
+        let status = e.status.expect("reaped");
+        assert_eq!(describe_exit(status, ""), "killed by signal 9 (SIGKILL)");
     }
 
     #[test]

@@ -32,6 +32,13 @@ pub enum BenchError {
         out: std::path::PathBuf,
         source: Box<BenchError>,
     },
+    /// `tokfire cold` stopped by a signal: the running child was killed and left out.
+    #[error("interrupted by {signal}: the running child was killed and its start left out; {} kept in {out}, marked interrupted", starts_kept(*.starts))]
+    StartsInterrupted {
+        signal: String,
+        out: std::path::PathBuf,
+        starts: usize,
+    },
 }
 
 impl From<crate::workload::WorkloadError> for BenchError {
@@ -51,5 +58,13 @@ fn rounds_kept(n: usize) -> String {
         0 => "no round had finished; the run is".into(),
         1 => "the 1 round it finished is".into(),
         n => format!("the {n} rounds it finished are"),
+    }
+}
+
+fn starts_kept(n: usize) -> String {
+    match n {
+        0 => "no start had finished; the run is".into(),
+        1 => "the 1 start it finished is".into(),
+        n => format!("the {n} starts it finished are"),
     }
 }

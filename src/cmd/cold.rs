@@ -3,11 +3,13 @@
 
 use crate::bench::cold::{self, ColdPlan};
 use crate::bench::cold_child::{self, ChildSpec};
+use crate::bench::error::BenchError;
 use crate::cli::{ColdArgs, ColdChildArgs};
 use crate::config::run::{EngineSettings, KvBudget, RunConfig, DEFAULT_HEADROOM};
 use crate::error::ConfigError;
 use crate::measure::{monotonic, pagecache};
 use crate::record::cold::{ColdSettings, Counted, StartRecord};
+use crate::record::RunStatus;
 use crate::report;
 use crate::workload::{self, Criteria, Prompt, Task, Workload};
 
@@ -18,31 +20,28 @@ pub fn run(args: ColdArgs) -> anyhow::Result<()> {
     let mut plan = plan(&args)?;
     let command: Vec<String> = std::env::args().collect();
     let total = plan.settings.repeat * 2;
-    let record = cold::run(&mut plan, command, |s| {
+    let stop = super::bench::stop_on_signals()?;
+    let record = cold::run(&mut plan, command, Some(&stop), |s| {
         eprintln!("start {}/{total}: {}", s.index + 1, progress_line(s))
     })?;
     print!("{}", report::cold::render(&record, plan.config.format));
-    let writer = crate::record::io::RecordWriter::at(&plan.config.out);
-    let text = format!(
-        "== {} · run {} · {} ==\n{}\n",
-        record.started_utc,
-        record.id,
-        record.status.label(),
-        report::cold::render(&record, crate::config::run::Format::Text)
-    );
-    let log = writer.append_log(&text)?;
-    eprintln!(
-        "record appended to {}, summary to {}",
-        plan.config.out.display(),
-        log.display()
-    );
-    let failed =
-        crate::record::cold::summarize(record.cold.as_ref().expect("a cold record; this is a bug"))
-            .failed;
+    let text = report::cold::render(&record, crate::config::run::Format::Text);
+    let out = &plan.config.out;
+    super::record_log::append_and_say(out, &record, &text)?;
+    let starts = record.cold.as_ref().expect("a cold record; this is a bug");
+    if let RunStatus::Interrupted { signal } = &record.status {
+        return Err(BenchError::StartsInterrupted {
+            signal: signal.clone(),
+            out: out.clone(),
+            starts: starts.starts.len(),
+        }
+        .into());
+    }
+    let failed = crate::record::cold::summarize(starts).failed;
     if failed > 0 {
         anyhow::bail!(
             "{failed} of {total} starts failed (each reason is listed above and kept in {})",
-            plan.config.out.display()
+            out.display()
         );
     }
     Ok(())

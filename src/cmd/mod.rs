@@ -6,6 +6,7 @@ mod cold;
 mod compare;
 mod generate;
 mod inspect;
+mod record_log;
 mod report;
 mod rerun;
 mod session;
@@ -37,7 +38,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// The process exit code for an error: 2 for a verb that is not built yet, 130 for a run
 /// stopped by a signal (as shells report Ctrl-C), else 1.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if let Some(crate::bench::error::BenchError::Interrupted { .. }) = err.downcast_ref() {
+    use crate::bench::error::BenchError;
+    if let Some(BenchError::Interrupted { .. } | BenchError::StartsInterrupted { .. }) =
+        err.downcast_ref()
+    {
         return 130;
     }
     match err.downcast_ref::<ConfigError>() {

@@ -13,8 +13,11 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     let out = match args.format {
         // One CSV header over the rows of every run selected.
         Format::Csv => {
-            let (cold, bench): (Vec<&crate::record::RunRecord>, Vec<_>) =
-                runs.iter().copied().partition(|r| r.cold.is_some());
+            // Cold starts and sessions have rows of their own (a start, a step), with a header each.
+            let (cold, bench): (Vec<&crate::record::RunRecord>, Vec<_>) = runs
+                .iter()
+                .copied()
+                .partition(|r| r.cold.is_some() || r.session.is_some());
             let rows: String = bench
                 .iter()
                 .map(|r| text::csv_rows(r, &r.summary().levels))

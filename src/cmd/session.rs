@@ -29,21 +29,8 @@ pub(crate) fn run(args: SessionArgs) -> anyhow::Result<()> {
         )
     })?;
     print!("{}", report::session::render(&record, args.format));
-    let writer = crate::record::io::RecordWriter::at(&plan.config.out);
-    let text = format!(
-        "== {} · run {} · {} ==\n{}\n",
-        record.started_utc,
-        record.id,
-        record.status.label(),
-        report::session::render(&record, crate::config::run::Format::Text)
-    );
-    let log = writer.append_log(&text)?;
-    eprintln!(
-        "record appended to {}, summary to {}",
-        plan.config.out.display(),
-        log.display()
-    );
-    Ok(())
+    let text = report::session::render(&record, crate::config::run::Format::Text);
+    super::record_log::append_and_say(&plan.config.out, &record, &text)
 }
 
 fn progress_line(s: &StepRecord) -> String {

@@ -115,3 +115,7 @@ impl Engine<'_> {
         (accepted, false)
     }
 }
+
+#[cfg(test)]
+#[path = "rollback_tests.rs"]
+mod rollback_tests;

@@ -125,6 +125,37 @@ impl KvCache {
     }
 }
 
+#[cfg(test)]
+impl KvCache {
+    /// The largest absolute difference between this cache's K/V rows and `other`'s, over every
+    /// layer and the held positions; an error when the lengths or layer counts differ.
+    pub(crate) fn max_row_diff(&self, other: &KvCache) -> Result<f32, String> {
+        if self.len != other.len || self.k.len() != other.k.len() {
+            return Err(format!(
+                "{} tokens in {} layers against {} tokens in {} layers",
+                self.len,
+                self.k.len(),
+                other.len,
+                other.k.len()
+            ));
+        }
+        let mut worst = 0f32;
+        for layer in 0..self.k.len() {
+            let (ka, va) = self.view(layer, self.len).map_err(|e| e.to_string())?;
+            let (kb, vb) = other.view(layer, other.len).map_err(|e| e.to_string())?;
+            for (a, b) in [(ka, kb), (va, vb)] {
+                let d = (a - b)
+                    .and_then(|d| d.abs())
+                    .and_then(|d| d.max_all())
+                    .and_then(|d| d.to_scalar::<f32>())
+                    .map_err(|e| e.to_string())?;
+                worst = worst.max(d);
+            }
+        }
+        Ok(worst)
+    }
+}
+
 fn alloc(
     shape: &KvShape,
     capacity: usize,

@@ -267,3 +267,64 @@ pub fn write_safetensors_dir(dir: &Path, spec: &Spec) -> candle_core::Result<()>
         .map_err(candle_core::Error::msg)?;
     Ok(())
 }
+
+/// Writes `spec` as a GGUF in `dir` and loads it on the CPU the way `--model FILE` does.
+#[cfg(test)]
+pub(crate) fn load_gguf_for_test(dir: &Path, spec: &Spec) -> super::Loaded {
+    let path = dir.join(format!("synthetic-{}.gguf", spec.seed));
+    write_gguf(&path, spec).expect("writing a synthetic GGUF");
+    super::load(&crate::config::ModelConfig {
+        model: path.to_string_lossy().into_owned(),
+        cache_dir: dir.to_path_buf(),
+        hf_cache_dir: dir.to_path_buf(),
+        dtype: crate::config::WeightDType::Q,
+        device: crate::config::DeviceSpec::Cpu,
+        chat_template: None,
+        load: Default::default(),
+    })
+    .expect("loading a synthetic GGUF")
+}
+
+/// Largest absolute difference allowed between f32 values computed in one prefill and the same
+/// values computed across steps of other shapes (the summation order differs).
+#[cfg(test)]
+pub(crate) const TOL: f32 = 1e-4;
+
+/// A fresh cache holding `tokens`, prefilled in one forward of every layer of `model`.
+#[cfg(test)]
+pub(crate) fn prefilled(model: &super::family::Model, tokens: &[u32]) -> super::kv::KvCache {
+    use super::llama::{LogitRows, SeqInput};
+    let mut cache = model.new_cache(tokens.len() + 8).expect("cache");
+    let input = SeqInput {
+        tokens,
+        logits: LogitRows::None,
+    };
+    model.forward(&[input], &mut [&mut cache]).expect("prefill");
+    cache
+}
+
+/// The logits after feeding `token` to `cache` through every layer of `model`.
+#[cfg(test)]
+pub(crate) fn next_logits(
+    model: &super::family::Model,
+    cache: &mut super::kv::KvCache,
+    token: u32,
+) -> Vec<f32> {
+    use super::llama::{LogitRows, SeqInput};
+    let input = SeqInput {
+        tokens: &[token],
+        logits: LogitRows::Last,
+    };
+    let rows = model.forward(&[input], &mut [cache]).expect("forward");
+    rows.to_vec2::<f32>().expect("rows").remove(0)
+}
+
+/// The largest absolute difference between two rows of the same length.
+#[cfg(test)]
+pub(crate) fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "rows of one vocabulary");
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}

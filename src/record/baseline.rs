@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::arms::{round_figures, task_changes};
 use super::RunRecord;
-use crate::measure::stats::{max, median, min};
+use crate::measure::stats::{mad, max, median, min};
 
 /// One level, speculation against the baseline (both over their measured rounds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -40,6 +40,14 @@ pub struct VsBaseline {
     /// Measured baseline rounds compared.
     #[serde(default)]
     pub spec_baseline_rounds: usize,
+    /// Median absolute deviation of the per-round ratios of decode tok/s from their median
+    /// (a ratio, like the speedup; 0 when every pair agrees).
+    #[serde(default)]
+    pub spec_decode_speedup_mad: Option<f64>,
+    /// Round pairs (round i with speculation, round i without) that both had a decode clock:
+    /// the sample count of the per-round ratios behind the min, max and MAD.
+    #[serde(default)]
+    pub spec_decode_speedup_pairs: usize,
 }
 
 /// `run` restricted to its level `i` (no A/B arm, no baseline).
@@ -118,5 +126,7 @@ fn level(base: &RunRecord, spec: &RunRecord) -> VsBaseline {
             .map(|c| c.task)
             .collect(),
         spec_baseline_rounds: fb.len(),
+        spec_decode_speedup_mad: mad(&pairs),
+        spec_decode_speedup_pairs: pairs.len(),
     }
 }

@@ -38,6 +38,23 @@ fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
+/// The spread of the per-round decode speedups: their range and MAD, with the pair count.
+fn spread(b: &crate::record::baseline::VsBaseline) -> String {
+    let n = b.spec_decode_speedup_pairs;
+    match (b.spec_decode_speedup_min, b.spec_decode_speedup_max) {
+        (Some(lo), Some(hi)) => {
+            let mad = b
+                .spec_decode_speedup_mad
+                .map_or(String::new(), |m| format!(", MAD {m:.2}"));
+            format!(
+                "per round pair ×{lo:.2}–×{hi:.2}{mad}, {}",
+                plural(n, "pair")
+            )
+        }
+        _ => "no round pair with a decode clock".to_string(),
+    }
+}
+
 /// The section, or nothing for a run without speculation.
 pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
     let spec = &run.config.spec;
@@ -95,10 +112,9 @@ pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
             };
             let _ = write!(
                 line,
-                "decode {} (rounds {}–{}), TTFT {}, completion {}; {}; ",
+                "decode {} ({}), TTFT {}, completion {}; {}; ",
                 times(b.spec_decode_speedup),
-                times(b.spec_decode_speedup_min),
-                times(b.spec_decode_speedup_max),
+                spread(b),
                 times(b.spec_ttft_speedup),
                 times(b.spec_completion_speedup),
                 same,

@@ -16,6 +16,8 @@ pub fn help() -> String {
     "Clocks (each start, seconds after the parent started the child process):
   main         exec, dynamic loading and runtime start, up to the child's main (after argument parsing)
   loaded       + open, header, tokenizer, weights: the model is ready
+  load split   the child's own split of its load, seconds: header/tokenizer/weights/first
+               touch of the mapped pages, then how the weights came in (mmap or copy)
   warm-up done + one forward of one token (as llama.cpp's warm-up run): first touch of the
                weights and kernel set-up
   first token  + the prompt's prefill and the first sample
@@ -28,7 +30,8 @@ start the model's files are evicted (posix_fadvise DONTNEED, checked with mincor
 fraction before and after is recorded); a cold start whose files stayed more than 5 % resident is
 'not cold' and kept out of both columns. Before a warm start the files are read into the page
 cache. A start that crashes, is killed or outlives --timeout is a failed start: listed with its
-reason, never dropped. Medians and the slowest start per clock.
+reason, never dropped. Medians and the slowest start per clock. Ctrl-C (SIGINT) or SIGTERM kills
+the running child and ends the run marked interrupted, keeping the starts done so far.
 
 Examples:
   tokfire cold                                  # 5 cold + 5 warm starts of the chat workload's first task
@@ -124,6 +127,7 @@ fn start_row(s: &StartRecord) -> Vec<String> {
         eviction,
         pct(s.residency),
         secs(c.map(|c| c.loaded_s)),
+        split(s.load_split.as_ref()),
         secs(c.map(|c| c.warm_s)),
         secs(c.map(|c| c.first_token_s)),
         secs(c.map(|c| c.last_token_s)),
@@ -134,12 +138,28 @@ fn start_row(s: &StartRecord) -> Vec<String> {
     row
 }
 
-const START_HEADERS: [&str; 11] = [
+/// The child's load split, seconds: header/tokenizer/weights/first touch, and how the weights
+/// came in.
+fn split(l: Option<&crate::model::mapped::LoadSplit>) -> String {
+    l.map_or("n/a".into(), |l| {
+        let mode = serde_json::to_value(l.mode)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        format!(
+            "{:.3}/{:.3}/{:.3}/{:.3} {mode}",
+            l.header_s, l.tokenizer_s, l.weights_s, l.first_touch_s
+        )
+    })
+}
+
+const START_HEADERS: [&str; 12] = [
     "#",
     "start",
     "evicted (before → after)",
     "resident",
     "loaded",
+    "load split s (header/tokenizer/weights/touch)",
     "warm-up done",
     "first token",
     "last token",
@@ -193,8 +213,16 @@ fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// The closing lines: what was left out and why, and whether outputs agreed.
-fn notes(c: &ColdRecord, s: &ColdSummary) -> String {
+fn notes(run: &RunRecord, c: &ColdRecord, s: &ColdSummary) -> String {
     let mut out = String::new();
+    if let crate::record::RunStatus::Interrupted { signal } = &run.status {
+        let _ = writeln!(
+            out,
+            "interrupted by {signal} after {} of {} starts: the child running then was killed and its start is not kept",
+            c.starts.len(),
+            c.settings.repeat * 2
+        );
+    }
     let files: Vec<String> = c
         .settings
         .files
@@ -295,7 +323,7 @@ pub fn render(run: &RunRecord, format: Format) -> String {
             header(run, c),
             markdown(&h, &rows),
             markdown(&START_HEADERS, &starts),
-            notes(c, &s)
+            notes(run, c, &s)
         ),
         Format::Text => format!(
             "{}\nstatus: {}\n\n{}\n{}\n{}",
@@ -303,7 +331,7 @@ pub fn render(run: &RunRecord, format: Format) -> String {
             run.status.label(),
             aligned(&h, &rows),
             aligned(&START_HEADERS, &starts),
-            notes(c, &s)
+            notes(run, c, &s)
         ),
     }
 }

@@ -237,6 +237,22 @@ pub(crate) const COLUMNS: &[Column] = &[
         text: |s| num(s.spec.baseline.spec_decode_speedup_max, 2),
     },
     Column {
+        key: "spec_decode_speedup_mad",
+        header: "spec decode x MAD",
+        definition: "speculation: median absolute deviation of the per-round decode speedups from their median (round i with --spec / round i without)",
+        in_sheet: false,
+        value: |s| Value::Num(s.spec.baseline.spec_decode_speedup_mad),
+        text: |s| num(s.spec.baseline.spec_decode_speedup_mad, 2),
+    },
+    Column {
+        key: "spec_decode_speedup_pairs",
+        header: "spec decode pairs",
+        definition: "speculation: round pairs behind the per-round decode speedups (the sample count of their min, max and MAD)",
+        in_sheet: false,
+        value: |s| Value::Count(s.spec.baseline.spec_decode_speedup_pairs as u64),
+        text: |s| s.spec.baseline.spec_decode_speedup_pairs.to_string(),
+    },
+    Column {
         key: "spec_ttft_speedup",
         header: "spec TTFT x",
         definition: "speculation: median TTFT with --spec none / with --spec, medians over rounds (above 1 is faster)",

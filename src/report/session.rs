@@ -117,6 +117,76 @@ fn notes(s: &SessionRecord) -> String {
     out
 }
 
+/// The CSV columns: one row per step, clocks in seconds as plain numbers, empty when a step
+/// has no such clock.
+const CSV_HEADERS: [&str; 22] = [
+    "run_id",
+    "step",
+    "line",
+    "repeat",
+    "kind",
+    "what",
+    "at_s",
+    "cold",
+    "resident_fraction",
+    "load_s",
+    "header_s",
+    "tokenizer_s",
+    "weights_s",
+    "first_touch_s",
+    "warmup_s",
+    "ttft_s",
+    "completion_s",
+    "idle_script_s",
+    "idle_s",
+    "prompt_tokens",
+    "output_tokens",
+    "time_scale",
+];
+
+/// The session as CSV: a header, then one row per step (or repetition) with its clocks.
+fn csv(run: &RunRecord, s: &SessionRecord) -> String {
+    let num = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    let mut out = CSV_HEADERS.join(",") + "\n";
+    for st in &s.steps {
+        let kind = serde_json::to_value(st.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let split = st.split.as_ref();
+        let cells = [
+            run.id.clone(),
+            (st.step + 1).to_string(),
+            st.line.to_string(),
+            (st.repeat + 1).to_string(),
+            kind,
+            st.label.clone(),
+            st.at_s.to_string(),
+            st.cold.map_or(String::new(), |c| c.to_string()),
+            num(st.residency.map(|r| r.fraction())),
+            num(st.load_s),
+            num(split.map(|l| l.header_s)),
+            num(split.map(|l| l.tokenizer_s)),
+            num(split.map(|l| l.weights_s)),
+            num(split.map(|l| l.first_touch_s)),
+            num(st.warmup_s),
+            num(st.ttft_s),
+            num(st.completion_s),
+            num(st.idle_script_s),
+            num(st.idle_s),
+            st.prompt_tokens.to_string(),
+            st.output_tokens.to_string(),
+            s.time_scale.to_string(),
+        ];
+        let cells: Vec<String> = cells
+            .iter()
+            .map(|c| crate::report::columns::csv_escape(c))
+            .collect();
+        out += &(cells.join(",") + "\n");
+    }
+    out
+}
+
 /// The session in `format` (JSON formats: the whole record).
 pub fn render(run: &RunRecord, format: Format) -> String {
     let Some(s) = &run.session else {
@@ -127,14 +197,7 @@ pub fn render(run: &RunRecord, format: Format) -> String {
         Format::Json | Format::JsonFull => {
             serde_json::to_string_pretty(run).expect("records serialize; this is a bug") + "\n"
         }
-        Format::Csv => {
-            let mut out = HEADERS.join(",") + "\n";
-            for r in &rows {
-                let cells: Vec<String> = r.iter().map(|c| format!("\"{c}\"")).collect();
-                out += &(cells.join(",") + "\n");
-            }
-            out
-        }
+        Format::Csv => csv(run, s),
         Format::Md => {
             let mut out = format!("| {} |\n|{}\n", HEADERS.join(" | "), "---|".repeat(11));
             for r in &rows {

@@ -180,3 +180,7 @@ fn argmax(row: &[f32]) -> u32 {
     }
     best.0 as u32
 }
+
+#[cfg(test)]
+#[path = "model_draft_tests.rs"]
+mod tests;

@@ -292,6 +292,11 @@ fn shipped_tasks_judge_the_recorded_default_model_outputs() {
         ("agent", "temperature-lookup", "The temperature in Oslo is currently 18.00 Celsius.", false, "fail"),
         ("agent", "multiply", "234 * 17 = 4208\n\nThe answer is 4208.", false, "fail"),
         ("agent", "order-total", "To calculate the total cost of 3 units of product A12, you can multiply the cost of 3 units by 100.", true, "fail"),
+        ("edit", "paragraph-one-word", "The old house at the end of the lane had a blue door, a garden full of roses, and a small wooden bench under the apple tree.", false, "fail"),
+        ("edit", "python-fix-average", "```python\ndef average(values):\n    return sum(values) / len(values) if values else (\n", true, "pass"),
+        ("edit", "list-to-bullets", "apples, bananas, cherries, dates, elderberries, figs, grapes", false, "fail"),
+        ("edit", "rename-variable", "def count_words(text):\n    return x * len(text) * len(text) * len(text)", true, "fail"),
+        ("edit", "fix-typo", "The committee will receive the final report on Monday morning before the meeting starts.", false, "pass"),
     ];
     for (workload, id, output, hit_limit, want) in recorded {
         let w = load(workload).expect("loads");

@@ -19,11 +19,12 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("code", include_str!("../../workloads/code.toml")),
     ("extract", include_str!("../../workloads/extract.toml")),
     ("agent", include_str!("../../workloads/agent.toml")),
+    ("edit", include_str!("../../workloads/edit.toml")),
 ];
 
 /// Names of the builtin workloads.
 pub fn builtin_names() -> &'static [&'static str] {
-    &["chat", "code", "extract", "agent"]
+    &["chat", "code", "extract", "agent", "edit"]
 }
 
 /// Loads a builtin by name, or a `.toml` file by path (checked against the embedded lock and a

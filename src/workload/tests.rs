@@ -248,7 +248,7 @@ fn workload_round_trips_through_json() {
 
 #[test]
 fn shipped_workloads_stay_small_enough_to_sweep() {
-    let limits = [("chat", 96), ("code", 48), ("extract", 96), ("agent", 64)];
+    let limits = [("chat", 96), ("code", 48), ("extract", 96), ("agent", 64), ("edit", 96)];
     for (name, max) in limits {
         let w = load(name).expect("loads");
         assert!(

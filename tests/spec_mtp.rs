@@ -8,17 +8,23 @@
 
 mod common;
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use candle_core::quantized::GgmlDType;
+use candle_core::Tensor;
 
 use common::*;
 use tokfire::config::{SamplingConfig, WeightDType};
 use tokfire::engine::batching::{Engine, EventKind, Request};
 use tokfire::engine::scheduler::SchedulerConfig;
+use tokfire::error::EngineError;
 use tokfire::model::family::Model;
 use tokfire::model::synthetic::{self, Spec};
 use tokfire::model::synthetic_mtp::{self as mtp_file, MtpSpec, MtpWeights};
 use tokfire::spec::mtp::MtpDrafter;
-use tokfire::spec::{SpecConfig, SpecMethod};
+use tokfire::spec::{DraftInput, Drafter, SpecConfig, SpecMethod};
 
 fn cfg(max_seqs: usize, max_batch_tokens: usize, prefill_chunk: usize) -> SchedulerConfig {
     SchedulerConfig {
@@ -172,6 +178,86 @@ fn a_block_that_mirrors_the_target_gets_its_drafts_accepted() {
         let rate = c.accepted as f64 / c.proposed as f64;
         eprintln!("mirror block, {name}, k=3: {c:?}, acceptance {rate:.3}");
         assert!(rate > 0.5, "{name}: the mirror block drafts poorly: {c:?}");
+    }
+}
+
+/// The two last tokens of a sequence asking for a draft, and the proposal.
+type Proposal = ([u32; 2], Vec<u32>);
+
+/// Delegates to the MTP drafter and records each proposal.
+struct Recording<'m> {
+    inner: MtpDrafter<'m>,
+    log: Rc<RefCell<Vec<Proposal>>>,
+}
+
+impl Drafter for Recording<'_> {
+    fn propose(&mut self, seqs: &[DraftInput]) -> Result<Vec<Vec<u32>>, EngineError> {
+        let out = self.inner.propose(seqs)?;
+        for (s, p) in seqs.iter().zip(&out) {
+            let n = s.tokens.len();
+            let last = [s.tokens[n - 2], s.tokens[n - 1]];
+            self.log.borrow_mut().push((last, p.clone()));
+        }
+        Ok(out)
+    }
+    fn release(&mut self, id: u64) {
+        self.inner.release(id)
+    }
+    fn wants_hidden(&self) -> bool {
+        self.inner.wants_hidden()
+    }
+    fn observe_hidden(&mut self, id: u64, from: usize, rows: Tensor) -> Result<(), EngineError> {
+        self.inner.observe_hidden(id, from, rows)
+    }
+}
+
+#[test]
+fn the_drafter_reads_the_hidden_state_that_chose_the_last_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = Spec {
+        quant: GgmlDType::F32,
+        ..Spec::default()
+    };
+    let echo = MtpSpec {
+        weights: MtpWeights::Echo,
+        ..MtpSpec::default()
+    };
+    let path = write(dir.path(), "echo.gguf", &spec, &echo);
+    let loaded = load(&path, WeightDType::Q);
+    let m = &loaded.model;
+    for (name, (seqs, tokens, chunk)) in LEVELS {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut e = Engine::new(m, cfg(seqs, tokens, chunk), SamplingConfig::default());
+        let inner = MtpDrafter::new(m).unwrap();
+        e.set_speculation(
+            Box::new(Recording {
+                inner,
+                log: log.clone(),
+            }),
+            3,
+        )
+        .unwrap();
+        for (i, p) in prompts().into_iter().enumerate() {
+            let r = Request {
+                id: i as u64,
+                prompt: p,
+                max_new: 24,
+                stop: vec![],
+            };
+            e.submit(r).unwrap();
+        }
+        e.run_to_completion().unwrap();
+        let log = log.borrow();
+        assert!(log.len() > 10, "{name}: {} proposals", log.len());
+        for (last, p) in log.iter() {
+            assert_eq!(
+                p[0], last[1],
+                "{name}: the first draft did not echo the last token"
+            );
+        }
+        // Where the last two tokens differ, a row off by one would have shown.
+        let telling = log.iter().filter(|(l, _)| l[0] != l[1]).count();
+        assert!(telling > 5, "{name}: only {telling} telling proposals");
     }
 }
 

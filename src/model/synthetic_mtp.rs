@@ -10,7 +10,11 @@
 //! block copies the target's last layer, `eh_proj` passes the token embedding through and drops
 //! the hidden state, the embedding rows have unit RMS (so `enorm` keeps them) and
 //! `shared_head_norm` copies the final norm. With a one-layer target the block then computes the
-//! target's next step except that its attention never sees the first token.
+//! target's next step except that its attention never sees the first token. A third kind, the
+//! echo, reads only the hidden state: `eh_proj` passes it through, the block adds nothing (zero
+//! output projections) and the shared head reads it again, so its first draft is the token the
+//! target chose from that hidden state: the sequence's last token, exactly when the drafter
+//! was handed the right row.
 
 use std::path::Path;
 
@@ -28,6 +32,8 @@ pub enum MtpWeights {
     Random,
     /// Predicts what the target predicts (see the module docs); shares embedding and head.
     Mirror,
+    /// Repeats the token the target chose from the hidden state it is handed.
+    Echo,
 }
 
 /// A synthetic MTP model: the block's weights, and deliberate faults for hostile-file tests.
@@ -89,6 +95,7 @@ pub fn write_gguf(path: &Path, spec: &Spec, mtp: &MtpSpec) -> candle_core::Resul
             }
         }
         MtpWeights::Mirror => mirror(&mut weights, &mut block, spec, mtp),
+        MtpWeights::Echo => echo(&weights, &mut block, spec),
     }
     if let Some(omit) = &mtp.omit {
         let name = format!("blk.{i}.{omit}.weight");
@@ -133,6 +140,31 @@ fn mirror(weights: &mut [Weights], block: &mut Vec<Weights>, spec: &Spec, mtp: &
         .collect();
     block.push((nextn(i, "eh_proj"), eh, (h, cols)));
     for part in ["enorm", "hnorm"] {
+        block.push((nextn(i, part), vec![1.0; h], (1, h)));
+    }
+}
+
+/// The echo block: the hidden state through `eh_proj`, a block whose output projections are
+/// zero, unit norms.
+fn echo(weights: &[Weights], block: &mut Vec<Weights>, spec: &Spec) {
+    let (i, h) = (spec.layers, spec.hidden);
+    let last = format!("blk.{}.", i - 1);
+    for (name, data, shape) in weights {
+        if let Some(part) = name.strip_prefix(&last) {
+            let zero = part.starts_with("attn_output") || part.starts_with("ffn_down");
+            let data = if zero {
+                vec![0.0; data.len()]
+            } else {
+                data.clone()
+            };
+            block.push((format!("blk.{i}.{part}"), data, *shape));
+        }
+    }
+    let eh: Vec<f32> = (0..h * 2 * h)
+        .map(|k| f32::from(k % (2 * h) == h + k / (2 * h)))
+        .collect();
+    block.push((nextn(i, "eh_proj"), eh, (h, 2 * h)));
+    for part in ["enorm", "hnorm", "shared_head_norm"] {
         block.push((nextn(i, part), vec![1.0; h], (1, h)));
     }
 }

@@ -367,6 +367,29 @@ fn a_model_without_nextn_layers_gets_the_clear_error() {
     }
 }
 
+/// `tokfire ARGS --model MODEL --workload … --out OUT`; stdout after checking success.
+fn cli(args: &[&str], model: &Path, wl: &Path, out: &Path) -> String {
+    let mut c = assert_cmd::Command::cargo_bin("tokfire").unwrap();
+    c.env_remove("TOKFIRE_CACHE").env("TOKFIRE_LOG", "error");
+    let res = c
+        .args(args)
+        .args(["--model", model.to_str().unwrap()])
+        .args(["--workload", wl.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    String::from_utf8_lossy(&res.stdout).into_owned()
+}
+
+fn results(out: &Path) -> tokfire::record::ResultsFile {
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}
+
 #[test]
 fn the_cli_runs_mtp_end_to_end_and_records_the_flags() {
     let dir = tempfile::tempdir().unwrap();
@@ -379,33 +402,48 @@ fn the_cli_runs_mtp_end_to_end_and_records_the_flags() {
     let wl = dir.path().join("tiny.toml");
     std::fs::write(&wl, WORKLOAD).unwrap();
     let out = dir.path().join("mtp.json");
-    let mut c = assert_cmd::Command::cargo_bin("tokfire").unwrap();
-    c.env_remove("TOKFIRE_CACHE").env("TOKFIRE_LOG", "error");
-    let res = c
-        .args(["run", "--model", m.to_str().unwrap()])
-        .args(["--workload", wl.to_str().unwrap()])
-        .args(["--out", out.to_str().unwrap()])
-        .args(["--spec", "mtp", "--spec-k", "3", "--jobs", "3"])
-        .args(["--rounds", "2", "--warmup", "1", "--allow-few-rounds"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&res.stdout);
-    assert!(
-        res.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
-    );
+    let few = ["--rounds", "2", "--warmup", "1", "--allow-few-rounds"];
+    let mut a = vec!["run", "--spec", "mtp", "--spec-k", "3", "--jobs", "3"];
+    a.extend(few);
+    let stdout = cli(&a, &m, &wl, &out);
     assert!(stdout.contains("--spec mtp --spec-k 3"), "{stdout}");
-    let file: tokfire::record::ResultsFile =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let file = results(&out);
     let run = &file.runs[0];
     assert_eq!(run.config.spec.method, SpecMethod::Mtp);
     assert_eq!(run.config.spec.k, 3);
     assert_eq!(run.drafter.as_ref().unwrap().spec, "mtp");
-    assert!(run.drafter.as_ref().unwrap().peak_kv_bytes > 0);
+    let d = run.drafter.as_ref().unwrap();
+    assert!(d.peak_kv_bytes > 0 && d.weight_bytes > 0, "{d:?}");
+    assert!(stdout.contains("the checkpoint's nextn block ("), "{stdout}");
     let l = &run.summary.as_ref().unwrap().levels[0];
     assert_eq!(l.spec.baseline.spec_outputs_identical, "yes");
     assert!(l.spec.spec_proposed > 0, "{:?}", l.spec);
+    assert!(l.spec.spec_acceptance.is_some() && l.spec.spec_accepted_len.is_some());
+
+    // The mirror block at 1 and 3 jobs: acceptance well above the random block's.
+    let spec = Spec {
+        layers: 1,
+        ..Spec::default()
+    };
+    let mirror = MtpSpec {
+        weights: MtpWeights::Mirror,
+        ..MtpSpec::default()
+    };
+    let m = write(dir.path(), "mirror.gguf", &spec, &mirror);
+    let out = dir.path().join("mirror.json");
+    let a = [
+        "sweep", "--spec", "mtp", "--spec-k", "3", "--jobs", "1,3", "--rounds", "5",
+    ];
+    let stdout = cli(&a, &m, &wl, &out);
+    eprintln!("{stdout}");
+    for l in &results(&out).runs[0].summary.as_ref().unwrap().levels {
+        assert_eq!(l.spec.baseline.spec_outputs_identical, "yes");
+        assert!(
+            l.spec.spec_acceptance.is_some_and(|a| a > 0.5),
+            "{:?}",
+            l.spec
+        );
+    }
 }
 
 const WORKLOAD: &str = r#"

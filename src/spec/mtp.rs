@@ -22,6 +22,7 @@ use std::path::Path;
 use candle_core::Tensor;
 
 use super::{DraftInput, Drafter};
+use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
 use crate::model::family::Model;
 use crate::model::gguf::Gguf;
@@ -46,6 +47,27 @@ pub fn nextn_layers(path: &Path) -> Result<(String, u64), ModelError> {
         .and_then(|v| v.to_u32().map(u64::from).or_else(|_| v.to_u64()).ok())
         .unwrap_or(0);
     Ok((arch, n))
+}
+
+/// Bytes the first nextn block's weights take as held with `dtype` (the block the drafter runs,
+/// loaded with the target): its tensors' bytes in the file for `--dtype q`, its parameters
+/// times the element size for a dense dtype.
+pub fn block_bytes(path: &Path, dtype: WeightDType) -> Result<u64, ModelError> {
+    let g = Gguf::open(path)?;
+    let arch = g.architecture()?;
+    let blocks = g.opt_u64(&format!("{arch}.block_count")).unwrap_or(0);
+    let n = g.opt_u64(&key(&arch)).unwrap_or(0);
+    let prefix = format!("blk.{}.", blocks.saturating_sub(n));
+    let (mut file, mut params) = (0u64, 0u64);
+    for (name, info) in &g.content.tensor_infos {
+        if name.starts_with(&prefix) {
+            let elems = info.shape.elem_count() as u64;
+            let d = info.ggml_dtype;
+            file += elems / d.block_size() as u64 * d.type_size() as u64;
+            params += elems;
+        }
+    }
+    Ok(super::draft_model::weight_bytes(dtype, file, params))
 }
 
 fn missing(name: &str, what: &str) -> EngineError {

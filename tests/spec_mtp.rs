@@ -406,6 +406,7 @@ fn the_cli_runs_mtp_end_to_end_and_records_the_flags() {
     let mut a = vec!["run", "--spec", "mtp", "--spec-k", "3", "--jobs", "3"];
     a.extend(few);
     let stdout = cli(&a, &m, &wl, &out);
+    eprintln!("{stdout}");
     assert!(stdout.contains("--spec mtp --spec-k 3"), "{stdout}");
     let file = results(&out);
     let run = &file.runs[0];

@@ -415,7 +415,10 @@ fn the_cli_runs_mtp_end_to_end_and_records_the_flags() {
     assert_eq!(run.drafter.as_ref().unwrap().spec, "mtp");
     let d = run.drafter.as_ref().unwrap();
     assert!(d.peak_kv_bytes > 0 && d.weight_bytes > 0, "{d:?}");
-    assert!(stdout.contains("the checkpoint's nextn block ("), "{stdout}");
+    assert!(
+        stdout.contains("the checkpoint's nextn block ("),
+        "{stdout}"
+    );
     let l = &run.summary.as_ref().unwrap().levels[0];
     assert_eq!(l.spec.baseline.spec_outputs_identical, "yes");
     assert!(l.spec.spec_proposed > 0, "{:?}", l.spec);

@@ -43,6 +43,7 @@ pub(crate) fn prepare(
         }
         SpecMethod::Mtp => {
             mtp::check(&cfg.model.model, &target.path)?;
+            info.weight_bytes = mtp::block_bytes(target.path.path(), cfg.model.dtype)?;
             None
         }
         SpecMethod::Lookup | SpecMethod::LayerSkip { .. } => None,

@@ -230,7 +230,7 @@ impl<'m> Engine<'m> {
         }
         let drafts = self.draft(&plan)?;
         let forward_start = Instant::now();
-        let logits = {
+        let (logits, hidden) = {
             let fed: Vec<Vec<u32>> = plan
                 .items
                 .iter()
@@ -258,11 +258,15 @@ impl<'m> Engine<'m> {
             let mut refs: Vec<&mut KvCache> = caches.iter_mut().collect();
             let _span = tracing::trace_span!("forward", tokens = plan.tokens()).entered();
             // Copying to the host waits for the device: events after this are honest.
-            self.model.forward(&inputs, &mut refs)?.to_vec2::<f32>()?
+            let (logits, hidden) = self.forward_step(&inputs, &mut refs)?;
+            (logits.to_vec2::<f32>()?, hidden)
         };
         let forward_us = forward_start.elapsed().as_micros() as u64;
         let mut rows = logits.iter();
+        let mut at = 0;
         for ((item, cache), draft) in plan.items.iter().zip(caches).zip(&drafts) {
+            let row = at;
+            at += item.len + draft.len();
             self.seqs.get_mut(&item.id).expect("known request").cache = Some(cache);
             if !item.decode {
                 self.event(Some(item.id), EventKind::PrefillChunk { tokens: item.len });
@@ -270,6 +274,7 @@ impl<'m> Engine<'m> {
             if !draft.is_empty() {
                 let rows: Vec<&Vec<f32>> = rows.by_ref().take(draft.len() + 1).collect();
                 let (accepted, stop) = self.verify(item, draft, &rows);
+                self.hand_hidden(hidden.as_ref(), item, row, item.len + accepted)?;
                 if self.sched.complete_accepted(item, accepted, stop) {
                     self.finish(item.id, stop);
                 }
@@ -283,6 +288,7 @@ impl<'m> Engine<'m> {
                 ),
                 false => false,
             };
+            self.hand_hidden(hidden.as_ref(), item, row, item.len)?;
             if self.sched.complete(item, stop) {
                 self.finish(item.id, stop);
             }

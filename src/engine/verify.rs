@@ -2,13 +2,19 @@
 //! the step's forward, then applies the greedy acceptance rule ([`crate::spec::verify`]), or
 //! with sampling the rejection rule ([`crate::spec::rejection`]), to the logit rows of every
 //! drafted position and rolls the target's KV cache back to the accepted
-//! prefix. A child of `batching` so that it works on the engine's own state.
+//! prefix. A drafter that reads the target's hidden states (`--spec mtp`) gets them for the
+//! tokens the target kept; only then does the forward hand them out. A child of `batching` so
+//! that it works on the engine's own state.
 
 use std::time::Instant;
+
+use candle_core::Tensor;
 
 use super::{Engine, EventKind};
 use crate::engine::scheduler::{Plan, PlanItem};
 use crate::error::EngineError;
+use crate::model::kv::KvCache;
+use crate::model::llama::SeqInput;
 use crate::spec::rejection::{accept_sampled, DraftDist};
 use crate::spec::{verify::accept_greedy, DraftInput, Drafter};
 
@@ -68,6 +74,36 @@ impl Engine<'_> {
         }
         self.event(None, EventKind::Drafted { seqs, draft_us });
         Ok(out)
+    }
+
+    /// The step's forward: the requested logit rows and, when the drafter reads them, every fed
+    /// token's hidden state (`[tokens, hidden]`, step order).
+    pub(super) fn forward_step(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<(Tensor, Option<Tensor>), EngineError> {
+        if self.spec.as_ref().is_some_and(|s| s.drafter.wants_hidden()) {
+            let (logits, hidden) = self.model.forward_hidden(inputs, caches)?;
+            return Ok((logits, Some(hidden)));
+        }
+        Ok((self.model.forward(inputs, caches)?, None))
+    }
+
+    /// Hands the drafter the hidden states of the `kept` tokens that `item` fed from row `at` of
+    /// the step (nothing without `hidden`).
+    pub(super) fn hand_hidden(
+        &mut self,
+        hidden: Option<&Tensor>,
+        item: &PlanItem,
+        at: usize,
+        kept: usize,
+    ) -> Result<(), EngineError> {
+        let (Some(hidden), Some(spec)) = (hidden, self.spec.as_mut()) else {
+            return Ok(());
+        };
+        spec.drafter
+            .observe_hidden(item.id, item.start, hidden.narrow(0, at, kept)?)
     }
 
     /// Verifies `draft` of `item` against its logit rows (one per fed position): appends the

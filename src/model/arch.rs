@@ -32,6 +32,14 @@ pub struct LlamaConfig {
     pub context_length: usize,
     /// Q, K, V projections carry a bias (qwen2).
     pub qkv_bias: bool,
+    /// Multi-token-prediction (`nextn`) blocks stored after the `layers` regular ones (GGUF key
+    /// `ARCH.nextn_predict_layers`; `block_count` counts both, as llama.cpp writes it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nextn: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl LlamaConfig {
@@ -70,6 +78,7 @@ impl LlamaConfig {
             context_length: hf.max_position_embeddings.unwrap_or(4096),
             qkv_bias: arch == "qwen2",
             arch,
+            nextn: 0,
         };
         if hf.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
             return Err(ModelError::Invalid {
@@ -227,6 +236,7 @@ impl GemmaConfig {
             rope_interleaved: false,
             context_length: hf.max_position_embeddings.unwrap_or(32_768),
             qkv_bias: false,
+            nextn: 0,
         };
         base.validate(path)?;
         let cfg = Self {

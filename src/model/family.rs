@@ -30,6 +30,21 @@ impl Model {
         }
     }
 
+    /// [`Model::forward`] that also returns every fed token's hidden state after the final norm
+    /// (`[tokens, hidden]`, step order), for drafters that read it; llama family only.
+    pub fn forward_hidden(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<(Tensor, Tensor), EngineError> {
+        match self {
+            Self::Llama(m) => m.forward_hidden(inputs, caches),
+            Self::Gemma(_) => Err(EngineError::Invalid(
+                "hidden states are handed out by llama-family models only; this is a bug".into(),
+            )),
+        }
+    }
+
     /// A fresh cache with room for `capacity` tokens.
     pub fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
         match self {

@@ -3,6 +3,7 @@
 //! `[T, hidden]` activation, so each projection and MLP runs once per step; RoPE uses each token's
 //! own position; attention runs per sequence against that sequence's [`KvCache`]; logits are
 //! computed only for the rows asked for. Weights are immutable; all state is in the caches.
+//! A checkpoint's multi-token-prediction block, when the file has one, lives in [`nextn`].
 
 use candle_core::{DType, Device, Tensor};
 
@@ -16,8 +17,15 @@ use super::weights::WeightSource;
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
 
+mod nextn;
+pub(crate) use nextn::{nextn_name, nextn_tensors};
+pub use nextn::NextnInput;
+
 /// Longest RoPE table built, in positions (bounds memory for models with huge contexts).
 pub(crate) const MAX_ROPE_POSITIONS: usize = 32_768;
+
+/// The candle-op attention's inputs for a step: RoPE angles `(cos, sin)` and causal masks.
+type Generic = ((Tensor, Tensor), Vec<Option<Tensor>>);
 
 struct Layer {
     attn_norm: Tensor,
@@ -26,6 +34,40 @@ struct Layer {
     ffn_norm: Tensor,
     gate_up: GateUp,
     down: Linear,
+}
+
+impl Layer {
+    /// Block `i`'s weights (`blk.i.*` in GGUF), matrices stored as `dtype` asks.
+    fn load(
+        cfg: &LlamaConfig,
+        i: usize,
+        src: &mut dyn WeightSource,
+        dtype: WeightDType,
+    ) -> Result<Self, ModelError> {
+        let names = src.names();
+        let w = |part: &str| names.layer(i, part, "weight");
+        let proj = |part: &str, src: &mut dyn WeightSource| -> Result<Linear, ModelError> {
+            let lin = src.linear(&w(part), dtype)?;
+            let bias_name = names.layer(i, part, "bias");
+            let bias = if cfg.qkv_bias && src.has(&bias_name) {
+                Some(src.dense(&bias_name)?)
+            } else {
+                None
+            };
+            lin.with_bias(bias).map_err(ModelError::candle(bias_name))
+        };
+        let fused = |e| ModelError::candle(format!("stacking layer {i}'s projections"))(e);
+        let (q, k, v) = (proj("q", src)?, proj("k", src)?, proj("v", src)?);
+        let (gate, up) = (src.linear(&w("gate"), dtype)?, src.linear(&w("up"), dtype)?);
+        Ok(Self {
+            attn_norm: src.dense(&w("attn_norm"))?,
+            qkv: Qkv::new(q, k, v).map_err(fused)?,
+            o: src.linear(&w("o"), dtype)?,
+            ffn_norm: src.dense(&w("ffn_norm"))?,
+            gate_up: GateUp::new(gate, up).map_err(fused)?,
+            down: src.linear(&w("down"), dtype)?,
+        })
+    }
 }
 
 /// A loaded llama-family model.
@@ -38,6 +80,8 @@ pub struct Llama {
     cos: Tensor,
     sin: Tensor,
     device: Device,
+    /// The first multi-token-prediction block, when the file has any (`cfg.nextn > 0`).
+    nextn: Option<nextn::Nextn>,
 }
 
 /// Which logit rows a sequence wants from a step.
@@ -80,29 +124,13 @@ impl Llama {
         let norm = src.dense(names.norm())?;
         let mut layers = Vec::with_capacity(cfg.layers);
         for i in 0..cfg.layers {
-            let w = |part: &str| names.layer(i, part, "weight");
-            let proj = |part: &str, src: &mut dyn WeightSource| -> Result<Linear, ModelError> {
-                let lin = src.linear(&w(part), dtype)?;
-                let bias_name = names.layer(i, part, "bias");
-                let bias = if cfg.qkv_bias && src.has(&bias_name) {
-                    Some(src.dense(&bias_name)?)
-                } else {
-                    None
-                };
-                lin.with_bias(bias).map_err(ModelError::candle(bias_name))
-            };
-            let fused = |e| ModelError::candle(format!("stacking layer {i}'s projections"))(e);
-            let (q, k, v) = (proj("q", src)?, proj("k", src)?, proj("v", src)?);
-            let (gate, up) = (src.linear(&w("gate"), dtype)?, src.linear(&w("up"), dtype)?);
-            layers.push(Layer {
-                attn_norm: src.dense(&w("attn_norm"))?,
-                qkv: Qkv::new(q, k, v).map_err(fused)?,
-                o: src.linear(&w("o"), dtype)?,
-                ffn_norm: src.dense(&w("ffn_norm"))?,
-                gate_up: GateUp::new(gate, up).map_err(fused)?,
-                down: src.linear(&w("down"), dtype)?,
-            });
+            layers.push(Layer::load(&cfg, i, src, dtype)?);
         }
+        // The nextn blocks follow the regular layers; drafting runs the first.
+        let nextn = match cfg.nextn {
+            0 => None,
+            _ => Some(nextn::Nextn::load(&cfg, src, dtype)?),
+        };
         let positions = cfg.context_length.clamp(1, MAX_ROPE_POSITIONS);
         let (cos, sin) = rope_tables(cfg.head_dim, cfg.rope_theta, positions, &device)
             .map_err(ModelError::candle("building RoPE tables"))?;
@@ -115,6 +143,7 @@ impl Llama {
             cos,
             sin,
             device,
+            nextn,
         })
     }
 
@@ -185,6 +214,21 @@ impl Llama {
         caches: &mut [&mut KvCache],
         n_layers: usize,
     ) -> Result<Tensor, EngineError> {
+        let (x, plan) = self.trunk(inputs, caches, n_layers)?;
+        let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
+        let x = x.index_select(&rows, 0)?;
+        let x = candle_nn::ops::rms_norm(&x, &self.norm, self.cfg.rms_eps as f32)?;
+        Ok(self.head.forward(&x)?)
+    }
+
+    /// The step through the first `n_layers` layers: the residual stream `[T, hidden]` of every
+    /// token, before the final norm, and the step's layout. Advances the caches.
+    fn trunk(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+        n_layers: usize,
+    ) -> Result<(Tensor, StepPlan), EngineError> {
         let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
         let plan = StepPlan::new(inputs, caches)?;
         for (cache, input) in caches.iter_mut().zip(inputs) {
@@ -192,39 +236,49 @@ impl Llama {
         }
         let dev = &self.device;
         let mut x = self.embed.lookup(&plan.tokens, dev)?;
-        let generic = if dev.is_cpu() {
-            None
-        } else {
-            Some(self.generic_inputs(&plan)?)
-        };
+        let generic = self.generic(&plan)?;
         for (l, layer) in self.layers.iter().enumerate().take(n_layers) {
-            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.cfg.rms_eps as f32)?;
-            let qkv = layer.qkv.forward(&h)?;
-            let attn = match &generic {
-                None => self.attention_cpu(l, &qkv, &plan, caches)?,
-                Some((rope, masks)) => {
-                    self.attention(l, &qkv, (&rope.0, &rope.1), &plan, masks, caches)?
-                }
-            };
-            x = (x + layer.o.forward(&attn)?)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.cfg.rms_eps as f32)?;
-            x = (x + layer.down.forward(&layer.gate_up.forward(&h)?)?)?;
+            x = self.block(layer, l, x, &plan, generic.as_ref(), caches)?;
         }
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());
         }
-        let rows = Tensor::new(plan.logit_rows.as_slice(), dev)?;
-        let x = x.index_select(&rows, 0)?;
-        let x = candle_nn::ops::rms_norm(&x, &self.norm, self.cfg.rms_eps as f32)?;
-        Ok(self.head.forward(&x)?)
+        Ok((x, plan))
+    }
+
+    /// The candle-op attention's inputs (none on the CPU, whose attention works on slices).
+    fn generic(&self, plan: &StepPlan) -> Result<Option<Generic>, EngineError> {
+        Ok(match self.device.is_cpu() {
+            true => None,
+            false => Some(self.generic_inputs(plan)?),
+        })
+    }
+
+    /// One transformer block on the residual stream `x`, its K/V in layer `l` of the caches.
+    fn block(
+        &self,
+        layer: &Layer,
+        l: usize,
+        x: Tensor,
+        plan: &StepPlan,
+        generic: Option<&Generic>,
+        caches: &[&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
+        let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.cfg.rms_eps as f32)?;
+        let qkv = layer.qkv.forward(&h)?;
+        let attn = match generic {
+            None => self.attention_cpu(l, &qkv, plan, caches)?,
+            Some((rope, masks)) => {
+                self.attention(l, &qkv, (&rope.0, &rope.1), plan, masks, caches)?
+            }
+        };
+        let x = (x + layer.o.forward(&attn)?)?;
+        let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.cfg.rms_eps as f32)?;
+        Ok((&x + layer.down.forward(&layer.gate_up.forward(&h)?)?)?)
     }
 
     /// The RoPE angles of the step's tokens and the causal masks, for the candle-op attention.
-    #[allow(clippy::type_complexity)]
-    fn generic_inputs(
-        &self,
-        plan: &StepPlan,
-    ) -> candle_core::Result<((Tensor, Tensor), Vec<Option<Tensor>>)> {
+    fn generic_inputs(&self, plan: &StepPlan) -> candle_core::Result<Generic> {
         let pos = Tensor::new(plan.positions.as_slice(), &self.device)?;
         let t = plan.tokens.len();
         let cos = self.cos.index_select(&pos, 0)?.reshape((t, 1, ()))?;

@@ -21,6 +21,7 @@ pub mod mapped;
 pub(crate) mod projections;
 pub mod synthetic;
 pub mod synthetic_gemma;
+pub mod synthetic_mtp;
 pub mod tokenizer;
 pub mod tokenizer_spm;
 pub(crate) mod validate;

@@ -102,8 +102,11 @@ fn byte_chars() -> Vec<char> {
     table
 }
 
+/// A tensor to write: name, values, (rows, cols); one row is written as an f32 vector.
+pub(crate) type Weights = (String, Vec<f32>, (usize, usize));
+
 /// Seeded random weights: (name, values, (rows, cols)); norms and biases have one row.
-fn tensors(spec: &Spec, names: &Names) -> Vec<(String, Vec<f32>, (usize, usize))> {
+pub(crate) fn tensors(spec: &Spec, names: &Names) -> Vec<Weights> {
     let mut rng = StdRng::seed_from_u64(spec.seed);
     let vocab = vocab().0.len();
     let hd = spec.hidden / spec.heads;
@@ -164,9 +167,21 @@ fn tensors(spec: &Spec, names: &Names) -> Vec<(String, Vec<f32>, (usize, usize))
 
 /// Writes the model as a GGUF file with llama metadata, tokenizer and chat template.
 pub fn write_gguf(path: &Path, spec: &Spec) -> candle_core::Result<()> {
+    let blocks = spec.layers;
+    write_gguf_with(path, spec, tensors(spec, &Names::Gguf), blocks, Vec::new())
+}
+
+/// [`write_gguf`] with these `weights`, `block_count` = `blocks` and `extra` metadata.
+pub(crate) fn write_gguf_with(
+    path: &Path,
+    spec: &Spec,
+    weights: Vec<Weights>,
+    blocks: usize,
+    extra: Vec<(String, Value)>,
+) -> candle_core::Result<()> {
     let dev = Device::Cpu;
     let mut qs = Vec::new();
-    for (name, data, (rows, cols)) in tensors(spec, &Names::Gguf) {
+    for (name, data, (rows, cols)) in weights {
         let (t, dtype) = if rows == 1 {
             (Tensor::from_vec(data, cols, &dev)?, GgmlDType::F32)
         } else {
@@ -187,7 +202,7 @@ pub fn write_gguf(path: &Path, spec: &Spec) -> candle_core::Result<()> {
         ),
         (key("embedding_length"), Value::U32(spec.hidden as u32)),
         (key("feed_forward_length"), Value::U32(spec.ffn as u32)),
-        (key("block_count"), Value::U32(spec.layers as u32)),
+        (key("block_count"), Value::U32(blocks as u32)),
         (key("attention.head_count"), Value::U32(spec.heads as u32)),
         (
             key("attention.head_count_kv"),
@@ -217,6 +232,7 @@ pub fn write_gguf(path: &Path, spec: &Spec) -> candle_core::Result<()> {
             ),
         ]);
     }
+    meta.extend(extra);
     let meta_refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let tensor_refs: Vec<(&str, &QTensor)> = qs.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);

@@ -133,7 +133,8 @@ impl Meta<'_> {
     fn hyper_parameters(&mut self) -> Option<LlamaConfig> {
         let hidden = self.int(&self.key("embedding_length"), 1..=MAX_HIDDEN, None);
         let ffn = self.int(&self.key("feed_forward_length"), 1..=MAX_FFN, None);
-        let layers = self.int(&self.key("block_count"), 1..=MAX_LAYERS, None);
+        let blocks = self.int(&self.key("block_count"), 1..=MAX_LAYERS, None);
+        let nextn = self.nextn(blocks);
         let heads = self.int(
             &self.key("attention.head_count"),
             1..=hidden.unwrap_or(MAX_HIDDEN),
@@ -194,7 +195,7 @@ impl Meta<'_> {
             arch: self.arch.to_string(),
             hidden: hidden as usize,
             ffn: ffn? as usize,
-            layers: layers? as usize,
+            layers: (blocks? - nextn?) as usize,
             heads: heads as usize,
             kv_heads: kv_heads as usize,
             head_dim: head_dim as usize,
@@ -204,7 +205,25 @@ impl Meta<'_> {
             rope_interleaved: self.arch == "llama",
             context_length: context? as usize,
             qkv_bias: self.arch == "qwen2",
+            nextn: nextn? as usize,
         })
+    }
+
+    /// `ARCH.nextn_predict_layers` (0 when absent): fewer than the `blocks` of `block_count`,
+    /// since the nextn blocks are its last ones.
+    fn nextn(&mut self, blocks: Option<u64>) -> Option<u64> {
+        let key = self.key("nextn_predict_layers");
+        let n = self.int(&key, 0..=MAX_LAYERS, Some(0))?;
+        let blocks = blocks?;
+        if n >= blocks {
+            self.problem(
+                format!("metadata key {key}"),
+                n,
+                &format!("fewer than the {blocks} blocks of block_count (the nextn blocks are its last ones, after the regular layers)"),
+            );
+            return None;
+        }
+        Some(n)
     }
 
     /// The vocabulary size: the rows of `token_embd.weight`, which `vocab_size` must match.
@@ -252,13 +271,20 @@ impl Meta<'_> {
     /// Every tensor the architecture needs, with its exact shape; no layer past `block_count`.
     fn tensors(&mut self, cfg: &LlamaConfig) {
         let present = self.highest_layer().map_or(0, |l| l + 1);
-        if cfg.layers > self.g.content.tensor_infos.len() / TENSORS_PER_LAYER
-            || present > cfg.layers
-        {
+        let blocks = cfg.layers + cfg.nextn;
+        if blocks > self.g.content.tensor_infos.len() / TENSORS_PER_LAYER || present > blocks {
             let key = self.key("block_count");
+            let found = match cfg.nextn {
+                0 => blocks.to_string(),
+                n => format!(
+                    "{blocks} ({} layers + {n} nextn blocks of {})",
+                    cfg.layers,
+                    self.key("nextn_predict_layers")
+                ),
+            };
             self.problem(
                 format!("metadata key {key}"),
-                cfg.layers,
+                found,
                 &format!("{present}, the layers whose tensors the file holds"),
             );
             return;
@@ -269,7 +295,7 @@ impl Meta<'_> {
         self.shape(n.embed(), &[v, h], true);
         self.shape(n.head(), &[v, h], false);
         self.shape(n.norm(), &[h], true);
-        for i in 0..cfg.layers {
+        for i in 0..blocks {
             for (part, dims) in [
                 ("q", vec![q, h]),
                 ("k", vec![kv, h]),
@@ -287,6 +313,11 @@ impl Meta<'_> {
                 for (part, width) in [("q", q), ("k", kv), ("v", kv)] {
                     self.shape(&n.layer(i, part, "bias"), &[width], false);
                 }
+            }
+        }
+        for i in cfg.layers..blocks {
+            for (part, dims, required) in super::llama::nextn_tensors(h, v) {
+                self.shape(&super::llama::nextn_name(i, part), &dims, required);
             }
         }
     }

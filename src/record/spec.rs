@@ -64,8 +64,8 @@ pub struct DrafterInfo {
     #[serde(default)]
     pub load_s: f64,
     /// Extra weight bytes the drafter holds: the draft model's file size (`--draft-dtype q`) or
-    /// parameters × element size (dense); 0 for prompt lookup and layer-skip (the target's own
-    /// weights).
+    /// parameters × element size (dense); for `--spec mtp` the same of the nextn block it runs
+    /// (loaded with the target); 0 for prompt lookup and layer-skip (the target's own weights).
     #[serde(default)]
     pub weight_bytes: u64,
     /// Largest KV-cache bytes the drafter held at once over every round, bytes.

@@ -88,6 +88,10 @@ pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
                 crate::report::bytes(dr.weight_bytes),
                 dr.load_s
             ),
+            None if dr.weight_bytes > 0 => format!(
+                "the checkpoint's nextn block ({} weights as held, loaded with the target)",
+                crate::report::bytes(dr.weight_bytes)
+            ),
             None => "no weights of its own".to_string(),
         };
         let kv = match dr.peak_kv_bytes {

@@ -17,6 +17,8 @@ pub mod rejection;
 pub mod verify;
 
 pub use crate::config::spec::{parse_ngram, SpecConfig, SpecMethod, DEFAULT_K};
+use candle_core::Tensor;
+
 use crate::error::EngineError;
 use crate::model::family::Model;
 
@@ -43,6 +45,16 @@ pub trait Drafter {
     /// The most KV-cache bytes the drafter has held at once (0 for a drafter without a model).
     fn peak_kv_bytes(&self) -> usize {
         0
+    }
+    /// Whether the drafter reads the target's hidden states; only then does the engine ask the
+    /// target for them ([`Drafter::observe_hidden`]), so other drafters pay nothing.
+    fn wants_hidden(&self) -> bool {
+        false
+    }
+    /// After a forward: the target's hidden states (after its final norm) `[n, hidden]` of
+    /// sequence `id` at positions `from..from + n`, the tokens the target kept this step.
+    fn observe_hidden(&mut self, _id: u64, _from: usize, _rows: Tensor) -> Result<(), EngineError> {
+        Ok(())
     }
 }
 
@@ -72,7 +84,7 @@ pub fn drafter_with<'m>(
             })?;
             Some(Box::new(model_draft::ModelDrafter::whole(draft)))
         }
-        SpecMethod::Mtp => return Err(mtp::not_available()),
+        SpecMethod::Mtp => Some(Box::new(mtp::MtpDrafter::new(target)?)),
         &SpecMethod::LayerSkip { layers } => {
             let Some(target) = target.as_llama() else {
                 return Err(EngineError::Invalid(format!(

@@ -223,7 +223,7 @@ impl SamplingArgs {
 pub struct BenchArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Workload: a built-in name (chat, code, extract, agent, edit) or a workload .toml file.
+    /// Workload: a built-in name (chat, code, extract, agent, edit, shared-prefix) or a workload .toml file.
     #[arg(long, short = 'w', default_value = "chat")]
     pub workload: String,
     /// Measured rounds per level (at least 3 for a median).

@@ -297,6 +297,14 @@ fn shipped_tasks_judge_the_recorded_default_model_outputs() {
         ("edit", "list-to-bullets", "apples, bananas, cherries, dates, elderberries, figs, grapes", false, "fail"),
         ("edit", "rename-variable", "def count_words(text):\n    return x * len(text) * len(text) * len(text)", true, "fail"),
         ("edit", "fix-typo", "The committee will receive the final report on Monday morning before the meeting starts.", false, "pass"),
+        ("shared-prefix", "saturday-closing", "The shop closes at 10:30pm on Saturday.", false, "fail"),
+        ("shared-prefix", "service-price", "A standard service costs 65 euros.", false, "pass"),
+        ("shared-prefix", "workshop-manager", "The workshop manager is Priya Nandakumar.", false, "pass"),
+        ("shared-prefix", "street-address", "The shop's street address is 42 Kestrel Road, Marlow Bay, 1200 220 120.", false, "pass"),
+        ("shared-prefix", "rental-deposit", "The deposit for a rental bike is 20 euros.", false, "fail"),
+        ("shared-prefix", "overhaul-duration", "A full overhaul takes 2 working days.", false, "fail"),
+        ("shared-prefix", "frame-warranty", "The warranty on a new bike's frame is 2 years, 10 months, and 10 days.", false, "fail"),
+        ("shared-prefix", "founder-and-year", "The shop is founded by the Brightwater Bicycle Works, a bicycle repair and repair shop.", false, "fail"),
     ];
     for (workload, id, output, hit_limit, want) in recorded {
         let w = load(workload).expect("loads");

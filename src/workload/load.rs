@@ -20,11 +20,15 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ("extract", include_str!("../../workloads/extract.toml")),
     ("agent", include_str!("../../workloads/agent.toml")),
     ("edit", include_str!("../../workloads/edit.toml")),
+    (
+        "shared-prefix",
+        include_str!("../../workloads/shared-prefix.toml"),
+    ),
 ];
 
 /// Names of the builtin workloads.
 pub fn builtin_names() -> &'static [&'static str] {
-    &["chat", "code", "extract", "agent", "edit"]
+    &["chat", "code", "extract", "agent", "edit", "shared-prefix"]
 }
 
 /// Loads a builtin by name, or a `.toml` file by path (checked against the embedded lock and a
@@ -69,7 +73,7 @@ pub fn parse(text: &str, source_name: &str, lock: &Lock) -> Result<Workload, Wor
     check_header(&file, source_name)?;
     let mut ids = std::collections::BTreeSet::new();
     let mut tasks = Vec::with_capacity(file.tasks.len());
-    for (i, t) in file.tasks.into_iter().enumerate() {
+    for (i, mut t) in file.tasks.into_iter().enumerate() {
         let key = format!("tasks[{i}] (id {:?})", t.id);
         if !ids.insert(t.id.clone()) {
             return Err(WorkloadError::invalid(
@@ -78,6 +82,8 @@ pub fn parse(text: &str, source_name: &str, lock: &Lock) -> Result<Workload, Wor
                 "duplicate task id; ids must be unique",
             ));
         }
+        default_system(&mut t, file.system.as_deref())
+            .map_err(|r| WorkloadError::invalid(source_name, format!("{key}.prompt"), r))?;
         tasks.push(task_from_file(t, source_name, &key)?);
     }
     let hash = content_hash(&file.name, file.version, &file.criteria, &tasks);
@@ -133,6 +139,13 @@ fn check_header(f: &FileWorkload, src: &str) -> Result<(), WorkloadError> {
             "versions start at 1",
         ));
     }
+    if f.system.as_ref().is_some_and(|s| s.trim().is_empty()) {
+        return Err(WorkloadError::invalid(
+            src,
+            "system",
+            "is empty; write the shared system message or leave the key out",
+        ));
+    }
     if f.tasks.is_empty() {
         return Err(WorkloadError::invalid(
             src,
@@ -171,6 +184,25 @@ fn check_criteria(c: &Criteria, src: &str) -> Result<(), WorkloadError> {
             "criteria.pass_rate_min",
             format!("{v} is a fraction: use 0 to 1 (0.8 = 80 %)"),
         ));
+    }
+    Ok(())
+}
+
+/// Gives a `user` task without a `system` of its own the workload's `system`. A `raw` task, or
+/// `messages` that do not open with their own system message, would silently go without it,
+/// so those are errors.
+fn default_system(t: &mut FileTask, system: Option<&str>) -> Result<(), String> {
+    let Some(system) = system else {
+        return Ok(());
+    };
+    if t.user.is_some() {
+        t.system.get_or_insert_with(|| system.to_string());
+    } else if t.raw.is_some() {
+        return Err("a `raw` prompt has no system message, so the workload's top-level `system` cannot apply; give the task `user` instead, or move it to a workload without `system`".into());
+    } else if let Some(m) = &t.messages {
+        if m.first().map(|m| m.role.as_str()) != Some("system") {
+            return Err("these `messages` do not open with a system message, so the workload's top-level `system` would not apply; start them with { role = \"system\", content = \"…\" } or give the task `user` instead".into());
+        }
     }
     Ok(())
 }

@@ -113,12 +113,15 @@ pub(crate) struct FileWorkload {
     pub description: String,
     pub use_case: String,
     pub criteria: Criteria,
+    /// The system message of every `user` task that gives none of its own.
+    #[serde(default)]
+    pub system: Option<String>,
     #[serde(default)]
     pub tasks: Vec<FileTask>,
 }
 
-/// The file form of a task: exactly one of `raw`, `user` (with optional `system`) or
-/// `messages` gives the prompt.
+/// The file form of a task: exactly one of `raw`, `user` (with optional `system`, else the
+/// workload's) or `messages` gives the prompt.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileTask {

@@ -48,6 +48,111 @@ fn every_shipped_workload_matches_the_lock() {
 }
 
 #[test]
+fn builtin_names_list_every_embedded_workload() {
+    let embedded: Vec<&str> = load::BUILTINS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(embedded, builtin_names());
+}
+
+#[test]
+fn workloads_without_a_top_level_system_hash_as_before_it_existed() {
+    // The version-1 lock lines from before workload-level `system` was added.
+    let before = "\
+chat 1 69220fd375ed1f5f7193076b219642f0be23de7d44cc291ba396903d324902a5
+code 1 35a53aa5b49acaffa5d2f09dbd833fad0c983156aaa39e5f07e9f9c460d30ff4
+extract 1 54920309b6a16c1edd0e4a777b05ff93f0911fade8a26c738c217322cba9af16
+agent 1 10a506407dc9dfdcf915f7e75dabf16ffad4fbb3b5eb33e4ef4ee5c8020458ba
+edit 1 d35c46184cf72fe9f689a782da3901f702533333395a06bcab61483b808cbb41";
+    for line in before.lines() {
+        let name = line.split(' ').next().expect("a name");
+        let w = load(name).expect("loads");
+        if w.version == 1 {
+            assert_eq!(lock_line(&w), line);
+        }
+    }
+}
+
+fn chat_messages(w: &Workload, i: usize) -> Vec<(String, String)> {
+    let Prompt::Chat(m) = &w.tasks[i].prompt else {
+        panic!("task {i} is a chat prompt")
+    };
+    m.iter()
+        .map(|m| (m.role.clone(), m.content.clone()))
+        .collect()
+}
+
+#[test]
+fn a_top_level_system_is_the_default_of_user_tasks() {
+    let with_default = MINIMAL.replace("[criteria]", "system = \"Be brief.\"\n[criteria]");
+    let w = parse(&with_default, "t", &Lock::default()).expect("loads");
+    let want = vec![
+        ("system".to_string(), "Be brief.".to_string()),
+        ("user".to_string(), "Hi".to_string()),
+    ];
+    assert_eq!(chat_messages(&w, 0), want);
+    // The hash covers the resolved tasks: the same as giving the task the system itself.
+    let per_task = MINIMAL.replace("user = \"Hi\"", "system = \"Be brief.\"\nuser = \"Hi\"");
+    let p = parse(&per_task, "t", &Lock::default()).expect("loads");
+    assert_eq!(w.hash, p.hash);
+    let plain = parse(MINIMAL, "t", &Lock::default()).expect("loads");
+    assert_ne!(w.hash, plain.hash);
+}
+
+#[test]
+fn a_tasks_own_system_wins_over_the_top_level_one() {
+    let text = MINIMAL
+        .replace("[criteria]", "system = \"Be brief.\"\n[criteria]")
+        .replace("user = \"Hi\"", "system = \"Be verbose.\"\nuser = \"Hi\"");
+    let w = parse(&text, "t", &Lock::default()).expect("loads");
+    assert_eq!(chat_messages(&w, 0)[0].1, "Be verbose.");
+    assert_eq!(chat_messages(&w, 0).len(), 2);
+}
+
+#[test]
+fn a_top_level_system_that_cannot_apply_names_the_task() {
+    let with_default = MINIMAL.replace("[criteria]", "system = \"Be brief.\"\n[criteria]");
+    let raw = with_default.replace("user = \"Hi\"", "raw = \"Hi\"");
+    let msg = parse_err(&raw);
+    assert!(
+        msg.contains("tasks[0] (id \"a\")") && msg.contains("`raw`") && msg.contains("`system`"),
+        "{msg}"
+    );
+    let no_system = with_default.replace(
+        "user = \"Hi\"",
+        "messages = [{ role = \"user\", content = \"Hi\" }]",
+    );
+    let msg = parse_err(&no_system);
+    assert!(
+        msg.contains("(id \"a\")") && msg.contains("`messages`"),
+        "{msg}"
+    );
+    // Messages that open with their own system message are left as they are.
+    let own = with_default.replace(
+        "user = \"Hi\"",
+        "messages = [{ role = \"system\", content = \"Mine.\" }, { role = \"user\", content = \"Hi\" }]",
+    );
+    let w = parse(&own, "t", &Lock::default()).expect("loads");
+    assert_eq!(chat_messages(&w, 0)[0].1, "Mine.");
+    let empty = MINIMAL.replace("[criteria]", "system = \" \"\n[criteria]");
+    assert!(parse_err(&empty).contains("system: is empty"));
+}
+
+#[test]
+fn shared_prefix_tasks_share_one_long_system_message() {
+    let w = load("shared-prefix").expect("loads");
+    let system = chat_messages(&w, 0)[0].1.clone();
+    for i in 0..w.tasks.len() {
+        let m = chat_messages(&w, i);
+        assert_eq!(m.len(), 2, "{}", w.tasks[i].id);
+        assert_eq!(
+            (m[0].0.as_str(), m[0].1.as_str()),
+            ("system", system.as_str())
+        );
+        // The shared part dominates the prompt (by characters; tokens are measured in the file).
+        assert!(system.len() >= 15 * m[1].1.len(), "{}", w.tasks[i].id);
+    }
+}
+
+#[test]
 fn lock_file_parses_and_every_line_is_a_sha256() {
     let lock = Lock::parse(lock::EMBEDDED, "workloads.lock").expect("shipped lock parses");
     assert!(lock.entries.len() >= builtin_names().len());
@@ -248,7 +353,14 @@ fn workload_round_trips_through_json() {
 
 #[test]
 fn shipped_workloads_stay_small_enough_to_sweep() {
-    let limits = [("chat", 96), ("code", 48), ("extract", 96), ("agent", 64), ("edit", 96)];
+    let limits = [
+        ("chat", 96),
+        ("code", 48),
+        ("extract", 96),
+        ("agent", 64),
+        ("edit", 96),
+        ("shared-prefix", 64),
+    ];
     for (name, max) in limits {
         let w = load(name).expect("loads");
         assert!(

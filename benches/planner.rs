@@ -44,6 +44,7 @@ fn state(n: usize, schedule: Schedule) -> Scheduler {
         prefill_chunk: PROMPT,
         kv_budget_tokens: 2 * n * (PROMPT + MAX_NEW),
         schedule,
+        prefix_cache_tokens: 0,
     };
     let mut s = Scheduler::new(cfg);
     for id in 0..2 * n as u64 {

@@ -295,6 +295,16 @@ pub struct BenchArgs {
     /// (prefill-only steps while prompts wait).
     #[arg(long, value_enum, default_value_t = crate::config::schedule::Schedule::Fifo)]
     pub schedule: crate::config::schedule::Schedule,
+    /// Prefix cache: on lets a new prompt copy the KV rows of the longest cached prefix (whole
+    /// 16-token blocks of earlier prompts and answers in the same round) and prefill only the
+    /// rest; the sheet then shows cold and cached prompts apart. Off by default, so latency
+    /// runs stay cold. Greedy output is the same either way.
+    #[arg(long, value_enum, default_value_t = crate::config::run::OnOff::Off)]
+    pub prefix_cache: crate::config::run::OnOff,
+    /// The prefix cache's part of --kv-budget: tokens or bytes (e.g. 2048 or 64MiB) [default: a
+    /// quarter of the KV budget]; least-recently used blocks are evicted to stay within it.
+    #[arg(long, value_name = "TOKENS|BYTES")]
+    pub prefix_cache_budget: Option<String>,
     /// Also print the scheduler profile: planner clock, queue, KV and budget use, preemptions,
     /// decode stalls and the worst inter-token gap, per level.
     #[arg(long)]

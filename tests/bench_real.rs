@@ -22,6 +22,7 @@ fn three_jobs_give_the_same_outputs_as_one_and_really_batch() {
             prefill_chunk: 256,
             kv_budget_tokens: 16384,
             schedule: Default::default(),
+            prefix_cache_tokens: 0,
         },
         sampling: SamplingConfig::default(),
         max_tokens: Some(12),

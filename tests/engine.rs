@@ -63,6 +63,7 @@ fn engine_outputs_equal_alone_under_batching_chunking_and_preemption() {
                 prefill_chunk: 512,
                 kv_budget_tokens: 10_000,
                 schedule: Default::default(),
+                prefix_cache_tokens: 0,
             },
         ),
         (
@@ -73,6 +74,7 @@ fn engine_outputs_equal_alone_under_batching_chunking_and_preemption() {
                 prefill_chunk: 5,
                 kv_budget_tokens: 10_000,
                 schedule: Default::default(),
+                prefix_cache_tokens: 0,
             },
         ),
         (
@@ -83,6 +85,7 @@ fn engine_outputs_equal_alone_under_batching_chunking_and_preemption() {
                 prefill_chunk: 64,
                 kv_budget_tokens: 60,
                 schedule: Default::default(),
+                prefix_cache_tokens: 0,
             },
         ),
     ];
@@ -125,6 +128,7 @@ fn events_are_ordered_and_complete() {
             prefill_chunk: 64,
             kv_budget_tokens: 10_000,
             schedule: Default::default(),
+            prefix_cache_tokens: 0,
         },
         4,
     );
@@ -179,6 +183,7 @@ fn an_impossible_request_is_refused_with_the_flag_to_change() {
             prefill_chunk: 8,
             kv_budget_tokens: 16,
             schedule: Default::default(),
+            prefix_cache_tokens: 0,
         },
         SamplingConfig::default(),
     );

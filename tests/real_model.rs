@@ -188,6 +188,7 @@ fn engine_runs_three_jobs_in_shared_steps_with_the_same_output_as_alone() {
         prefill_chunk: 2048,
         kv_budget_tokens: 8192,
         schedule: Default::default(),
+        prefix_cache_tokens: 0,
     };
     let mut e = Engine::new(&m.model, cfg, SamplingConfig::default());
     let prompts = three_prompts(m);

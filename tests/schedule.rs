@@ -39,6 +39,7 @@ fn cfg(schedule: Schedule, kv: usize) -> SchedulerConfig {
         prefill_chunk: 8,
         kv_budget_tokens: kv,
         schedule,
+        prefix_cache_tokens: 0,
     }
 }
 
@@ -155,6 +156,7 @@ fn three_jobs_on_real_weights_have_a_timeline_that_adds_up_under_every_policy() 
                 prefill_chunk: 64,
                 kv_budget_tokens: 16384,
                 schedule: policy,
+                prefix_cache_tokens: 0,
             },
             sampling: SamplingConfig::default(),
             max_tokens: Some(8),

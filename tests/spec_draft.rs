@@ -23,6 +23,7 @@ fn cfg(max_seqs: usize, max_batch_tokens: usize, prefill_chunk: usize) -> Schedu
         prefill_chunk,
         kv_budget_tokens: 100_000,
         schedule: Default::default(),
+        prefix_cache_tokens: 0,
     }
 }
 

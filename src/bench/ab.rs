@@ -13,7 +13,7 @@ use super::round::RoundSetup;
 use super::sweep::{measured_round, now_utc, prepare, signal_name};
 use crate::bench::error::BenchError;
 use crate::config::run::RunConfig;
-use crate::engine::scheduler::SchedulerConfig;
+use crate::error::ConfigError;
 use crate::error::EngineError;
 use crate::kernels;
 use crate::measure::energy::EnergyMeter;
@@ -121,6 +121,13 @@ pub const KEYS: &[Key] = &[
         drift: None,
     },
     Key {
+        name: "prefix-cache",
+        help: "prefix cache: off, on (cold vs cached prompts; greedy output must not change)",
+        paths: &["engine.prefix_cache"],
+        reload: false,
+        drift: None,
+    },
+    Key {
         name: "load",
         help: "how GGUF weights come in: mmap or copy (each arm loads the model)",
         paths: &["model.load"],
@@ -128,9 +135,6 @@ pub const KEYS: &[Key] = &[
         drift: None,
     },
 ];
-
-/// Keys named in the design that this build cannot vary yet.
-pub const NOT_YET: &[&str] = &["prefix-cache"];
 
 /// `ab --help`: keys, metrics, the verdict's rules, examples.
 pub fn help() -> String {
@@ -343,7 +347,7 @@ fn run_arms(
         Some(prepare(&cfgs[1], workload, &mut records[1])?.0)
     } else {
         let (a, b) = records.split_at_mut(1);
-        share(&a[0], &mut b[0], &cfgs[1]);
+        share(&a[0], &mut b[0], &cfgs[1])?;
         None
     };
     for r in records.iter() {
@@ -379,7 +383,7 @@ fn run_arms(
 }
 
 /// Arm B's provenance when it shares arm A's model: its own threads, kernels and budgets.
-fn share(a: &RunRecord, b: &mut RunRecord, cfg: &RunConfig) {
+fn share(a: &RunRecord, b: &mut RunRecord, cfg: &RunConfig) -> Result<(), ConfigError> {
     b.model = a.model.clone();
     b.load = a.load.clone();
     b.energy_na = a.energy_na.clone();
@@ -390,13 +394,8 @@ fn share(a: &RunRecord, b: &mut RunRecord, cfg: &RunConfig) {
     if let (Some(level), "cpu") = (cfg.runtime.kernels, a.runtime.device.as_str()) {
         b.runtime.kernels = format!("tokfire kernels {level}");
     }
-    b.scheduler = SchedulerConfig {
-        max_seqs: cfg.engine.max_seqs,
-        max_batch_tokens: cfg.engine.max_batch_tokens,
-        prefill_chunk: cfg.engine.prefill_chunk,
-        kv_budget_tokens: cfg.engine.kv_budget.tokens(a.model.kv_bytes_per_token),
-        schedule: cfg.engine.schedule,
-    };
+    b.scheduler = super::sweep::scheduler_config(cfg, a.model.kv_bytes_per_token)?;
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -26,6 +26,8 @@ struct Timeline {
     submitted: f64,
     admitted: Option<f64>,
     prompt_tokens: usize,
+    /// Prompt tokens copied from the prefix cache at its first admission.
+    reused: usize,
     tokens: Vec<f64>,
     finished: Option<f64>,
 }
@@ -47,6 +49,9 @@ fn timelines(events: &[Event], start: Instant) -> HashMap<RequestId, Timeline> {
             }
             EventKind::Admitted => {
                 tl.admitted.get_or_insert(t);
+            }
+            EventKind::PrefixReused { tokens } if tl.tokens.is_empty() && tl.reused == 0 => {
+                tl.reused = tokens;
             }
             EventKind::Token { .. } => tl.tokens.push(t),
             EventKind::Finished { .. } => tl.finished = Some(t),
@@ -117,6 +122,8 @@ fn task_sample(done: &TaskDone, lines: &HashMap<RequestId, Timeline>) -> TaskSam
         ttft_s: ttft,
         completion_s: completion,
         prompt_tokens: turns.iter().map(|t| t.prompt_tokens).sum(),
+        reused_tokens: turns.iter().map(|t| t.reused).sum(),
+        first_turn_reused: first.reused,
         output_tokens,
         prompt_tok_s,
         tpot_s: tpot,

@@ -8,6 +8,7 @@ use super::round::{render, run_round, RoundOutput, RoundSetup};
 use crate::bench::error::BenchError;
 use crate::bench::trace::Trace;
 use crate::config::run::RunConfig;
+use crate::error::ConfigError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::engine::scheduler::SchedulerConfig;
@@ -100,6 +101,42 @@ pub(crate) fn signal_name(n: usize) -> String {
     }
 }
 
+/// The engine budgets of `cfg` as applied to a model whose KV costs `bytes_per_token`: the KV
+/// budget in tokens and, with `--prefix-cache on`, the prefix cache's part of it in whole blocks.
+pub(crate) fn scheduler_config(
+    cfg: &RunConfig,
+    bytes_per_token: u64,
+) -> Result<SchedulerConfig, ConfigError> {
+    use crate::engine::prefix::BLOCK_TOKENS;
+    let e = &cfg.engine;
+    let kv = e.kv_budget.tokens(bytes_per_token);
+    let prefix = match e.prefix_cache.is_on() {
+        false => 0,
+        true => {
+            let asked = e
+                .prefix_cache_budget
+                .map_or(kv / 4, |b| b.tokens(bytes_per_token));
+            let tokens = asked / BLOCK_TOKENS * BLOCK_TOKENS;
+            if tokens == 0 || tokens >= kv {
+                return Err(ConfigError::flag(
+                    "--prefix-cache-budget",
+                    format!("{asked} tokens"),
+                    format!("the prefix cache needs at least one {BLOCK_TOKENS}-token block and must leave the sequences part of the KV budget ({kv} tokens); raise --kv-budget or give a smaller --prefix-cache-budget"),
+                ));
+            }
+            tokens
+        }
+    };
+    Ok(SchedulerConfig {
+        max_seqs: e.max_seqs,
+        max_batch_tokens: e.max_batch_tokens,
+        prefill_chunk: e.prefill_chunk,
+        kv_budget_tokens: kv,
+        schedule: e.schedule,
+        prefix_cache_tokens: prefix,
+    })
+}
+
 /// Everything before the first round: runtime, model (load clock, page-cache state), prompts
 /// rendered once, energy meter; fills the record's provenance as it goes.
 pub(crate) fn prepare(
@@ -123,13 +160,7 @@ pub(crate) fn prepare(
         split: loaded.split.clone(),
     };
     record.model = model_info(&loaded, &path)?;
-    record.scheduler = SchedulerConfig {
-        max_seqs: cfg.engine.max_seqs,
-        max_batch_tokens: cfg.engine.max_batch_tokens,
-        prefill_chunk: cfg.engine.prefill_chunk,
-        kv_budget_tokens: cfg.engine.kv_budget.tokens(record.model.kv_bytes_per_token),
-        schedule: cfg.engine.schedule,
-    };
+    record.scheduler = scheduler_config(cfg, record.model.kv_bytes_per_token)?;
     for task in &workload.tasks {
         render(&loaded, workload::TaskRun::new(task).prompt())?;
     }

@@ -1,7 +1,7 @@
 //! `tokfire ab`: `--vary KEY=A,B` (or `--aa`) → two validated [`RunConfig`]s that differ in that
 //! one variable and nothing else, the interleaved run, then the verdict screen on stdout.
 
-use crate::bench::ab::{self, Key, Plan, KEYS, NOT_YET};
+use crate::bench::ab::{self, Key, Plan, KEYS};
 use crate::bench::progress::Progress;
 use crate::cli::AbArgs;
 use crate::config::run::{KvBudget, RunConfig};
@@ -60,14 +60,6 @@ pub fn configs(args: &AbArgs) -> anyhow::Result<([RunConfig; 2], Plan, Vec<Strin
     let (key, values) = spec
         .split_once('=')
         .ok_or_else(|| bad("--vary", spec, "expected KEY=A,B, e.g. threads=1,2"))?;
-    if NOT_YET.contains(&key) {
-        return Err(bad(
-            "--vary",
-            spec,
-            format!("'{key}' is not available in this build yet"),
-        )
-        .into());
-    }
     let k = KEYS.iter().find(|k| k.name == key).ok_or_else(|| {
         let known: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
         bad(
@@ -177,6 +169,12 @@ fn set(cfg: &mut RunConfig, key: &str, v: &str) -> Result<(), ConfigError> {
         "model" => cfg.model.model = v.to_string(),
         "spec" => cfg.spec.method = crate::spec::SpecMethod::parse(v)?,
         "spec-k" => cfg.spec.k = parse(key, v)?,
+        "prefix-cache" => {
+            cfg.engine.prefix_cache =
+                <crate::config::run::OnOff as clap::ValueEnum>::from_str(v, true).map_err(|_| {
+                    bad("--vary", &format!("prefix-cache={v}"), "expected on or off")
+                })?
+        }
         "load" => {
             cfg.model.load = <crate::config::LoadMode as clap::ValueEnum>::from_str(v, true)
                 .map_err(|_| bad("--vary", &format!("load={v}"), "expected mmap or copy"))?

@@ -32,6 +32,12 @@ pub(crate) fn config(
             prefill_chunk: args.prefill_chunk,
             kv_budget: KvBudget::parse(&args.kv_budget)?,
             schedule: args.schedule,
+            prefix_cache: args.prefix_cache,
+            prefix_cache_budget: args
+                .prefix_cache_budget
+                .as_deref()
+                .map(|b| KvBudget::parse_for("--prefix-cache-budget", b))
+                .transpose()?,
         },
         max_tokens: args.max_tokens,
         out: args

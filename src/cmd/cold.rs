@@ -131,6 +131,8 @@ fn plan(args: &ColdArgs) -> anyhow::Result<ColdPlan> {
             prefill_chunk: 256,
             kv_budget: KvBudget::Tokens(16384),
             schedule: Default::default(),
+            prefix_cache: Default::default(),
+            prefix_cache_budget: None,
         },
         max_tokens: Some(max_tokens),
         out: args

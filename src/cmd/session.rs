@@ -114,6 +114,8 @@ fn plan(args: &SessionArgs) -> anyhow::Result<SessionPlan> {
             prefill_chunk: 256,
             kv_budget: KvBudget::Tokens(16384),
             schedule: Default::default(),
+            prefix_cache: Default::default(),
+            prefix_cache_budget: None,
         },
         max_tokens: None,
         out: args

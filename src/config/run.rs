@@ -23,8 +23,13 @@ pub enum KvBudget {
 impl KvBudget {
     /// Parses `4096` (tokens) or a byte size with a unit: `64MiB`, `1GiB`, `500MB`, `2048KiB`.
     pub(crate) fn parse(s: &str) -> Result<Self, ConfigError> {
+        Self::parse_for("--kv-budget", s)
+    }
+
+    /// [`KvBudget::parse`] for the flag named `flag`.
+    pub(crate) fn parse_for(flag: &str, s: &str) -> Result<Self, ConfigError> {
         let bad = || ConfigError::Flag {
-            flag: "--kv-budget".into(),
+            flag: flag.into(),
             value: s.into(),
             reason: "expected tokens (e.g. 8192) or bytes with a unit (e.g. 256MiB, 1GB)".into(),
         };
@@ -70,6 +75,21 @@ pub enum Format {
     Csv,
 }
 
+/// A switch given as `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum OnOff {
+    #[default]
+    Off,
+    On,
+}
+
+impl OnOff {
+    pub fn is_on(self) -> bool {
+        self == Self::On
+    }
+}
+
 /// Engine budgets as the user set them (the KV budget is resolved against the model at load).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineSettings {
@@ -83,6 +103,13 @@ pub struct EngineSettings {
     /// How a step is shared between decodes and prefill (`fifo` in older records).
     #[serde(default)]
     pub schedule: crate::config::schedule::Schedule,
+    /// `--prefix-cache`: new sequences copy the KV rows of a cached prompt prefix (off in older
+    /// records).
+    #[serde(default)]
+    pub prefix_cache: OnOff,
+    /// `--prefix-cache-budget`: the prefix cache's part of the KV budget (none: a quarter of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_budget: Option<KvBudget>,
 }
 
 /// A whole `run` / `sweep`.
@@ -139,6 +166,15 @@ impl RunConfig {
     pub(crate) fn validate(&self, allow_few_rounds: bool) -> Result<Vec<String>, ConfigError> {
         self.sampling.validate()?;
         self.spec.validate(self.sampling.temperature)?;
+        if self.engine.prefix_cache.is_on()
+            && self.spec.method == crate::config::spec::SpecMethod::Mtp
+        {
+            return Err(ConfigError::flag(
+                "--prefix-cache",
+                "on",
+                "--spec mtp drafts from the target's hidden state of every prompt token, which a reused prefix never computes; use --prefix-cache off with --spec mtp, or another --spec",
+            ));
+        }
         if !(0.0..1.0).contains(&self.headroom) {
             return Err(ConfigError::flag(
                 "--headroom",

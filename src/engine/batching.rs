@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::prefix::{PrefixCache, PrefixStats};
 use super::sampler::Sampler;
 use super::scheduler::{Plan, RequestId, Scheduler, SchedulerConfig};
 use crate::config::SamplingConfig;
@@ -45,6 +46,10 @@ pub enum EventKind {
         prompt_tokens: usize,
     },
     Admitted,
+    /// Admitted with `tokens` prompt tokens copied from the prefix cache (not prefilled).
+    PrefixReused {
+        tokens: usize,
+    },
     Preempted,
     PrefillChunk {
         tokens: usize,
@@ -130,11 +135,18 @@ pub struct Engine<'m> {
     outputs: HashMap<RequestId, Vec<u32>>,
     events: Vec<Event>,
     spec: Option<verify::Speculation<'m>>,
+    prefix: Option<PrefixCache>,
 }
 
 impl<'m> Engine<'m> {
+    /// An engine over `model`; with `cfg.prefix_cache_tokens` > 0 it keeps a prefix cache of
+    /// that many tokens.
     pub fn new(model: &'m Model, cfg: SchedulerConfig, sampling: SamplingConfig) -> Self {
+        let kv = model.kv_shape();
+        let bytes_per_token = 2 * kv.layers * kv.kv_heads * kv.head_dim * 4;
         Self {
+            prefix: (cfg.prefix_cache_tokens > 0)
+                .then(|| PrefixCache::new(cfg.prefix_cache_tokens, bytes_per_token)),
             model,
             sched: Scheduler::new(cfg),
             sampling,
@@ -203,10 +215,17 @@ impl<'m> Engine<'m> {
     }
 
     /// Runs one step; false when there was nothing to do.
-    pub(crate) fn step(&mut self) -> Result<bool, EngineError> {
+    pub fn step(&mut self) -> Result<bool, EngineError> {
         let _span = tracing::trace_span!("engine_step").entered();
         let plan_start = Instant::now();
-        let plan = self.sched.schedule();
+        let plan = match &self.prefix {
+            Some(prefix) => {
+                let seqs = &self.seqs;
+                self.sched
+                    .schedule_reusing(&|id| seqs.get(&id).map_or(0, |s| prefix.reusable(&s.tokens)))
+            }
+            None => self.sched.schedule(),
+        };
         let plan_ns = plan_start.elapsed().as_nanos() as u64;
         if plan.items.is_empty() {
             if self.pending() > 0 {
@@ -216,18 +235,7 @@ impl<'m> Engine<'m> {
         }
         self.note_plan(&plan);
         self.event(None, EventKind::StepPlan(self.step_plan(&plan, plan_ns)));
-        let mut caches = Vec::with_capacity(plan.items.len());
-        for item in &plan.items {
-            let s = self
-                .seqs
-                .get_mut(&item.id)
-                .expect("planned requests are known; this is a bug");
-            let cache = match s.cache.take() {
-                Some(c) => c,
-                None => self.model.new_cache(s.prompt_len + s.max_new)?,
-            };
-            caches.push(cache);
-        }
+        let mut caches = self.take_caches(&plan)?;
         let drafts = self.draft(&plan)?;
         let forward_start = Instant::now();
         let (logits, hidden) = {
@@ -267,10 +275,15 @@ impl<'m> Engine<'m> {
         for ((item, cache), draft) in plan.items.iter().zip(caches).zip(&drafts) {
             let row = at;
             at += item.len + draft.len();
-            self.seqs.get_mut(&item.id).expect("known request").cache = Some(cache);
             if !item.decode {
                 self.event(Some(item.id), EventKind::PrefillChunk { tokens: item.len });
             }
+            // Every prefill chunk stores the whole blocks it completed, so a prompt that arrives
+            // while this one is still prefilling already finds them.
+            if let (Some(prefix), false) = (self.prefix.as_mut(), item.decode) {
+                prefix.store(&self.seqs[&item.id].tokens, &cache)?;
+            }
+            self.seqs.get_mut(&item.id).expect("known request").cache = Some(cache);
             if !draft.is_empty() {
                 let rows: Vec<&Vec<f32>> = rows.by_ref().take(draft.len() + 1).collect();
                 let (accepted, stop) = self.verify(item, draft, &rows);
@@ -308,12 +321,54 @@ impl<'m> Engine<'m> {
         self.outputs.get(&id).map(Vec::as_slice)
     }
 
-    /// KV-cache bytes held by running sequences now.
+    /// KV-cache bytes held now: running sequences and the prefix cache.
     pub(crate) fn kv_bytes(&self) -> usize {
+        let prefix = self.prefix.as_ref().map_or(0, PrefixCache::bytes);
         self.seqs
             .values()
             .filter_map(|s| s.cache.as_ref().map(KvCache::bytes))
-            .sum()
+            .sum::<usize>()
+            + prefix
+    }
+
+    /// The prefix cache's counters (none without one).
+    pub fn prefix_stats(&self) -> Option<PrefixStats> {
+        self.prefix.as_ref().map(PrefixCache::stats)
+    }
+
+    /// Each planned sequence's cache: its own, or a new one holding the rows the plan reuses
+    /// from the prefix cache (announced with [`EventKind::PrefixReused`]).
+    fn take_caches(&mut self, plan: &Plan) -> Result<Vec<KvCache>, EngineError> {
+        let mut caches = Vec::with_capacity(plan.items.len());
+        let mut reused = Vec::new();
+        for item in &plan.items {
+            let s = self
+                .seqs
+                .get_mut(&item.id)
+                .expect("planned requests are known; this is a bug");
+            let cache = match s.cache.take() {
+                Some(c) => c,
+                None => {
+                    let mut c = self.model.new_cache(s.prompt_len + s.max_new)?;
+                    if item.start > 0 {
+                        let prefix = self.prefix.as_mut().ok_or_else(|| {
+                            EngineError::Invalid(
+                                "a new cache planned past 0 without a prefix cache; this is a bug"
+                                    .into(),
+                            )
+                        })?;
+                        prefix.fill(&s.tokens, item.start, &mut c)?;
+                        reused.push((item.id, item.start));
+                    }
+                    c
+                }
+            };
+            caches.push(cache);
+        }
+        for (id, tokens) in reused {
+            self.event(Some(id), EventKind::PrefixReused { tokens });
+        }
+        Ok(caches)
     }
 
     /// Every event so far, in order.
@@ -382,6 +437,12 @@ impl<'m> Engine<'m> {
             spec.release(id);
         }
         let s = self.seqs.remove(&id).expect("known request");
+        if let (Some(prefix), Some(cache)) = (self.prefix.as_mut(), s.cache.as_ref()) {
+            // A failed copy only loses a cache entry; the answer is complete.
+            if let Err(e) = prefix.store(&s.tokens, cache) {
+                tracing::warn!("prefix cache: {e}");
+            }
+        }
         let mut out = s.tokens[s.prompt_len..].to_vec();
         if stop {
             out.pop();

@@ -26,7 +26,7 @@ impl Room {
     fn of(s: &Scheduler) -> Self {
         Self {
             tokens: s.cfg.max_batch_tokens,
-            kv: s.cfg.kv_budget_tokens.saturating_sub(s.kv_tokens()),
+            kv: s.cfg.seq_kv_budget().saturating_sub(s.kv_tokens()),
         }
     }
 
@@ -36,14 +36,17 @@ impl Room {
     }
 }
 
+/// Tokens a request admitted now finds in the prefix cache.
+type Reusable<'a> = &'a dyn Fn(super::RequestId) -> usize;
+
 /// Plans the next step under the configured policy.
-pub(super) fn plan(s: &mut Scheduler) -> Plan {
+pub(super) fn plan(s: &mut Scheduler, reusable: Reusable<'_>) -> Plan {
     let mut plan = Plan::default();
     s.preempt_for_kv(&mut plan);
     match s.cfg.schedule {
-        Schedule::Fifo => fifo(s, &mut plan),
-        Schedule::DecodeFirst => decode_first(s, &mut plan),
-        Schedule::PrefillFirst => prefill_first(s, &mut plan),
+        Schedule::Fifo => fifo(s, &mut plan, reusable),
+        Schedule::DecodeFirst => decode_first(s, &mut plan, reusable),
+        Schedule::PrefillFirst => prefill_first(s, &mut plan, reusable),
     }
     plan
 }
@@ -71,8 +74,15 @@ fn plan_running(
 
 /// Admits waiting requests in order while slots and `room` allow and the head's whole known
 /// context fits the room's KV and `kv_for_new`, which each admission spends by its context plus
-/// one token.
-fn admit(s: &mut Scheduler, plan: &mut Plan, room: &mut Room, mut kv_for_new: usize) {
+/// one token. An admitted request starts with the tokens `reusable` finds cached (they hold KV
+/// like any other) and prefills the rest.
+fn admit(
+    s: &mut Scheduler,
+    plan: &mut Plan,
+    room: &mut Room,
+    mut kv_for_new: usize,
+    reusable: Reusable<'_>,
+) {
     while s.running.len() < s.cfg.max_seqs {
         let Some(head) = s.waiting.front() else {
             break;
@@ -80,45 +90,44 @@ fn admit(s: &mut Scheduler, plan: &mut Plan, room: &mut Room, mut kv_for_new: us
         if head.known() > room.kv.min(kv_for_new) {
             break; // admit only what can hold its whole prompt, or it would be preempted at once
         }
-        let Some(item) = s.item_for(head, room.tokens, room.kv) else {
+        let mut seq = head.clone();
+        seq.cached = reusable(seq.id).min(seq.known() - 1);
+        let Some(item) = s.item_for(&seq, room.tokens, room.kv - seq.cached) else {
             break;
         };
-        kv_for_new = kv_for_new.saturating_sub(head.known() + 1);
+        kv_for_new = kv_for_new.saturating_sub(seq.known() + 1);
         room.take(item.len);
+        room.kv -= seq.cached;
         plan.items.push(item);
-        plan.admitted.push(head.id);
-        let seq = s.waiting.pop_front().expect("head exists; this is a bug");
+        plan.admitted.push(seq.id);
+        s.waiting.pop_front().expect("head exists; this is a bug");
         s.running.push(seq);
     }
 }
 
 /// Running sequences in admission order, then admissions into what is left.
-fn fifo(s: &mut Scheduler, plan: &mut Plan) {
+fn fifo(s: &mut Scheduler, plan: &mut Plan, reusable: Reusable<'_>) {
     let mut room = Room::of(s);
     plan_running(s, plan, &mut room, |_| true, false);
-    admit(s, plan, &mut room, usize::MAX);
+    admit(s, plan, &mut room, usize::MAX, reusable);
 }
 
 /// Every running decode first; prefill and admissions within one chunk of the step.
-fn decode_first(s: &mut Scheduler, plan: &mut Plan) {
+fn decode_first(s: &mut Scheduler, plan: &mut Plan, reusable: Reusable<'_>) {
     let mut room = Room::of(s);
     plan_running(s, plan, &mut room, Seq::decoding, true);
     room.tokens = room.tokens.min(s.cfg.prefill_chunk.max(1));
     plan_running(s, plan, &mut room, |q| !q.decoding(), false);
-    admit(s, plan, &mut room, usize::MAX);
+    admit(s, plan, &mut room, usize::MAX, reusable);
 }
 
 /// Prefill-only steps while prefill work remains; decode-only steps otherwise.
-fn prefill_first(s: &mut Scheduler, plan: &mut Plan) {
+fn prefill_first(s: &mut Scheduler, plan: &mut Plan, reusable: Reusable<'_>) {
     let mut room = Room::of(s);
     plan_running(s, plan, &mut room, |q| !q.decoding(), false);
     let held: usize = s.running.iter().map(|q| q.known() + 1).sum();
-    let kv_for_new = s
-        .cfg
-        .kv_budget_tokens
-        .saturating_sub(held)
-        .saturating_sub(1);
-    admit(s, plan, &mut room, kv_for_new);
+    let kv_for_new = s.cfg.seq_kv_budget().saturating_sub(held).saturating_sub(1);
+    admit(s, plan, &mut room, kv_for_new, reusable);
     if plan.items.is_empty() {
         plan_running(s, plan, &mut room, Seq::decoding, true);
     }

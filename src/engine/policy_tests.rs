@@ -94,6 +94,7 @@ fn random_case(rng: &mut Rng, schedule: Schedule) -> (SchedulerConfig, Vec<(usiz
         prefill_chunk: 1 + rng.below(48),
         kv_budget_tokens: longest + rng.below(300),
         schedule,
+        prefix_cache_tokens: 0,
     };
     (c, reqs)
 }
@@ -166,6 +167,7 @@ fn decode_first_caps_the_prefill_that_fifo_lets_lengthen_a_decode_step() {
             prefill_chunk: 4,
             kv_budget_tokens: 1000,
             schedule,
+            prefix_cache_tokens: 0,
         };
         let mut s = Scheduler::new(c);
         s.submit(0, 2, 10).expect("fits");

@@ -43,6 +43,7 @@ fn sched() -> SchedulerConfig {
         prefill_chunk: 64,
         kv_budget_tokens: 10_000,
         schedule: Default::default(),
+        prefix_cache_tokens: 0,
     }
 }
 

@@ -30,6 +30,18 @@ pub struct SchedulerConfig {
     /// How a step is shared between decodes and prefill (`fifo` in older records).
     #[serde(default)]
     pub schedule: crate::config::schedule::Schedule,
+    /// Tokens of `kv_budget_tokens` held back for the prefix cache (0: no prefix cache); the
+    /// running sequences share the rest.
+    #[serde(default)]
+    pub prefix_cache_tokens: usize,
+}
+
+impl SchedulerConfig {
+    /// The KV tokens the running sequences may hold (the budget less the prefix cache's part).
+    pub fn seq_kv_budget(&self) -> usize {
+        self.kv_budget_tokens
+            .saturating_sub(self.prefix_cache_tokens)
+    }
 }
 
 /// What one sequence does in a step.
@@ -122,11 +134,15 @@ impl Scheduler {
         prompt_len: usize,
         max_new: usize,
     ) -> Result<(), String> {
-        if prompt_len + max_new > self.cfg.kv_budget_tokens {
+        if prompt_len + max_new > self.cfg.seq_kv_budget() {
+            let cache = match self.cfg.prefix_cache_tokens {
+                0 => String::new(),
+                n => format!(" after the prefix cache's {n}"),
+            };
             return Err(format!(
-                "request {id} needs {} KV tokens ({prompt_len} prompt + {max_new} new) but the KV budget is {}; raise --kv-budget or lower the output limit",
+                "request {id} needs {} KV tokens ({prompt_len} prompt + {max_new} new) but the KV budget{cache} is {}; raise --kv-budget or lower the output limit",
                 prompt_len + max_new,
-                self.cfg.kv_budget_tokens
+                self.cfg.seq_kv_budget()
             ));
         }
         self.waiting.push_back(Seq {
@@ -147,8 +163,15 @@ impl Scheduler {
     /// Plans the next step. An empty plan with pending work means a single request cannot fit
     /// the budgets at all (the caller reports it).
     pub fn schedule(&mut self) -> Plan {
+        self.schedule_reusing(&|_| 0)
+    }
+
+    /// [`Scheduler::schedule`] where a request admitted now starts with `reusable(id)` tokens
+    /// already in its cache (copied from the prefix cache; at most all but its last known
+    /// token): its first item starts there and only the rest is prefilled.
+    pub fn schedule_reusing(&mut self, reusable: &dyn Fn(RequestId) -> usize) -> Plan {
         let _span = tracing::trace_span!("schedule").entered();
-        policy::plan(self)
+        policy::plan(self, reusable)
     }
 
     /// Requests waiting for admission.
@@ -232,7 +255,7 @@ impl Scheduler {
                 .map(|s| s.cached + (s.known() - s.cached).min(1))
                 .sum::<usize>()
         };
-        while self.running.len() > 1 && need(&self.running) > self.cfg.kv_budget_tokens {
+        while self.running.len() > 1 && need(&self.running) > self.cfg.seq_kv_budget() {
             let mut victim = self
                 .running
                 .pop()

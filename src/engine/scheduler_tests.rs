@@ -17,6 +17,7 @@ fn cfg(
         prefill_chunk,
         kv_budget_tokens: kv,
         schedule: Default::default(),
+        prefix_cache_tokens: 0,
     }
 }
 

@@ -50,6 +50,11 @@ impl KvCache {
         self.len
     }
 
+    /// Layers held.
+    pub(crate) fn layers(&self) -> usize {
+        self.shape.layers
+    }
+
     /// Tokens that fit before the buffers grow.
     pub(crate) fn capacity(&self) -> usize {
         self.capacity

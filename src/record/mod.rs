@@ -10,6 +10,7 @@ pub mod baseline;
 pub mod cold;
 pub mod diff;
 pub(crate) mod io;
+pub mod prefix;
 pub mod profile;
 pub mod session;
 pub mod spec;
@@ -221,6 +222,13 @@ pub struct TaskSample {
     pub completion_s: f64,
     /// Prompt tokens over all turns.
     pub prompt_tokens: usize,
+    /// Prompt tokens copied from the prefix cache instead of prefilled, over all turns.
+    #[serde(default)]
+    pub reused_tokens: usize,
+    /// The first turn's prompt tokens copied from the prefix cache (0: a cold prompt, whose
+    /// TTFT paid the whole prefill).
+    #[serde(default)]
+    pub first_turn_reused: usize,
     /// Output tokens over all turns.
     pub output_tokens: usize,
     /// First turn's prompt tokens ÷ (first token − admission), tokens/s.

@@ -93,6 +93,8 @@ fn level_figures_sum_the_timeline() {
         ttft_s: Some(0.01),
         completion_s: 0.5,
         prompt_tokens: 5,
+        reused_tokens: 0,
+        first_turn_reused: 0,
         output_tokens: 4,
         prompt_tok_s: None,
         tpot_s: None,
@@ -120,6 +122,7 @@ fn level_figures_sum_the_timeline() {
         prefill_chunk: 100,
         kv_budget_tokens: 600,
         schedule: Default::default(),
+        prefix_cache_tokens: 0,
     };
     let f = figures(&[&round], &cfg);
     assert!(close(f.plan_us_median.unwrap(), 2.0));

@@ -70,6 +70,9 @@ pub struct LevelSummary {
     /// The scheduler's figures (empty for records without a timeline).
     #[serde(default, flatten)]
     pub profile: super::profile::ProfileFigures,
+    /// Cold and cached prompts apart (every prompt is cold without `--prefix-cache on`).
+    #[serde(default, flatten)]
+    pub prefix: super::prefix::PrefixFigures,
     /// Per-job busy speed: a job's output tokens ÷ the time its tasks were in flight, per
     /// round; median over (job, round), tokens/s.
     #[serde(default)]
@@ -178,6 +181,7 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
             tokens,
         ),
         profile: Default::default(),
+        prefix: super::prefix::PrefixFigures::of(tasks.iter().copied()),
         job_busy_tok_s_median: median(
             &rounds
                 .iter()
@@ -258,6 +262,7 @@ impl LevelSummary {
             joules_per_token: None,
             spec: Default::default(),
             profile: Default::default(),
+            prefix: Default::default(),
             job_busy_tok_s_median: None,
         }
     }
@@ -351,6 +356,8 @@ mod tests {
             ttft_s: Some(0.1),
             completion_s: completion,
             prompt_tokens: 5,
+            reused_tokens: 0,
+            first_turn_reused: 0,
             output_tokens: tokens,
             prompt_tok_s: None,
             tpot_s: None,

@@ -289,6 +289,48 @@ pub(crate) const COLUMNS: &[Column] = &[
     },
 ];
 
+macro_rules! prefix_count {
+    ($key:literal, $header:literal, $def:literal, $field:ident) => {
+        Column {
+            key: $key,
+            header: $header,
+            definition: $def,
+            in_sheet: false,
+            value: |s| Value::Count(s.prefix.$field),
+            text: |s| s.prefix.$field.to_string(),
+        }
+    };
+}
+
+macro_rules! prefix_figure {
+    ($key:literal, $header:literal, $def:literal, $field:ident, $text:expr) => {
+        Column {
+            key: $key,
+            header: $header,
+            definition: $def,
+            in_sheet: false,
+            value: |s| Value::Num(s.prefix.$field),
+            text: |s| ($text)(s.prefix.$field),
+        }
+    };
+}
+
+/// The prefix cache's columns (CSV, JSON and the prefix-cache block of the text report).
+pub(crate) const PREFIX_COLUMNS: &[Column] = &[
+    prefix_count!("prefix_cold_prompts", "cold prompts", "prefix cache: tasks whose first prompt reused nothing (every task without --prefix-cache on)", prefix_cold_prompts),
+    prefix_count!("prefix_cached_prompts", "cached prompts", "prefix cache: tasks whose first prompt copied a cached prefix instead of prefilling it", prefix_cached_prompts),
+    prefix_figure!("prefix_ttft_cold_s", "TTFT cold s", "prefix cache: median TTFT of cold prompts, s", prefix_ttft_cold_s, |v| num(v, 3)),
+    prefix_figure!("prefix_ttft_cached_s", "TTFT cached s", "prefix cache: median TTFT of cached prompts, s", prefix_ttft_cached_s, |v| num(v, 3)),
+    prefix_count!("prefix_tokens_computed", "prompt tok computed", "prefix cache: prompt tokens prefilled, all turns", prefix_tokens_computed),
+    prefix_count!("prefix_tokens_reused", "prompt tok reused", "prefix cache: prompt tokens copied from the cache, all turns", prefix_tokens_reused),
+    prefix_figure!("prefix_hit_rate", "hit rate", "prefix cache: reused / all prompt tokens", prefix_hit_rate, pct),
+];
+
+/// Every column: the sheet's, then the prefix cache's.
+pub(crate) fn all() -> impl Iterator<Item = &'static Column> {
+    COLUMNS.iter().chain(PREFIX_COLUMNS)
+}
+
 /// Columns that identify the run a row comes from.
 pub(crate) const IDENTITY: &[(&str, &str)] = &[
     ("run_id", "the run's id in its results file"),
@@ -344,9 +386,9 @@ pub(crate) fn csv_escape(t: &str) -> String {
 
 /// The definitions of every column, for `--help`.
 pub(crate) fn help() -> String {
-    let width = COLUMNS.iter().map(|c| c.header.len()).max().unwrap_or(0);
+    let width = all().map(|c| c.header.len()).max().unwrap_or(0);
     let mut out = String::from("Sheet columns (CSV/JSON key in brackets):\n");
-    for c in COLUMNS {
+    for c in all() {
         out += &format!("  {:<width$}  {} [{}]\n", c.header, c.definition, c.key);
     }
     out
@@ -362,7 +404,7 @@ mod tests {
         s.ttft_median_s = Some(0.25);
         s.attempted = 7;
         let json = serde_json::to_value(&s).expect("serializes");
-        for c in COLUMNS {
+        for c in all() {
             let field = json
                 .get(c.key)
                 .unwrap_or_else(|| panic!("column {} is not a summary field", c.key));

@@ -9,6 +9,7 @@ pub(crate) mod columns;
 pub mod html;
 pub(crate) mod html_sched;
 pub(crate) mod inspect;
+pub(crate) mod prefix;
 pub(crate) mod profile;
 pub mod session;
 pub(crate) mod summary;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::record::summary::RunSummary;
+use crate::record::summary::{LevelSummary, RunSummary};
 use crate::record::RunRecord;
 
 fn secs(v: Option<f64>) -> String {
@@ -29,6 +29,20 @@ pub(crate) fn command_line(args: &[String]) -> String {
 }
 
 /// Renders the summary.
+/// With a prefix cache: the first level's cold and cached prompt TTFTs, apart.
+fn prefix_timing(run: &RunRecord, level: Option<&LevelSummary>) -> String {
+    match (run.scheduler.prefix_cache_tokens, level) {
+        (0, _) | (_, None) => String::new(),
+        (_, Some(s)) => format!(
+            "; prefix cache: TTFT cold {} med ({} prompts), cached {} med ({} prompts)",
+            secs(s.prefix.prefix_ttft_cold_s),
+            s.prefix.prefix_cold_prompts,
+            secs(s.prefix.prefix_ttft_cached_s),
+            s.prefix.prefix_cached_prompts,
+        ),
+    }
+}
+
 pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
     let w = &run.workload;
     let mut out = String::new();
@@ -96,7 +110,7 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
             warm.map_or("tail", |s| s.tail_kind.as_str()),
             d.kernel_warmup
                 .map_or("n/a (too few decode steps)".into(), |w| w.label()),
-        ),
+        ) + &prefix_timing(run, warm),
     );
     let clocks: Vec<String> = d
         .levels

@@ -85,7 +85,7 @@ pub(crate) fn csv_header() -> String {
     let keys: Vec<&str> = IDENTITY
         .iter()
         .map(|(k, _)| *k)
-        .chain(COLUMNS.iter().map(|c| c.key))
+        .chain(columns::all().map(|c| c.key))
         .collect();
     keys.join(",") + "\n"
 }
@@ -101,7 +101,7 @@ pub(crate) fn csv_rows(run: &RunRecord, levels: &[LevelSummary]) -> String {
         let cells: Vec<String> = id
             .iter()
             .cloned()
-            .chain(COLUMNS.iter().map(|c| columns::csv_value(&(c.value)(s))))
+            .chain(columns::all().map(|c| columns::csv_value(&(c.value)(s))))
             .collect();
         out += &(cells.join(",") + "\n");
     }
@@ -254,19 +254,21 @@ pub fn render(run: &RunRecord, format: Format) -> String {
         }
         Format::Csv => csv_header() + &csv_rows(run, &d.levels),
         Format::Md => format!(
-            "{}\n\n{}\n```\n{}{}{}```\n\n```\n{}```\n",
+            "{}\n\n{}\n```\n{}{}{}{}```\n\n```\n{}```\n",
             header(run),
             table_md(run, &d.levels),
             batching(&d.levels),
+            super::prefix::section(run, &d.levels),
             super::baseline::section(run, &d),
             verdicts(run, &d),
             super::summary::one_screen(run, &d)
         ),
         Format::Text => format!(
-            "{}\n\n{}\n{}{}\n{}\n{}",
+            "{}\n\n{}\n{}{}{}\n{}\n{}",
             header(run),
             table_text(&d.levels),
             batching(&d.levels),
+            super::prefix::section(run, &d.levels),
             super::baseline::section(run, &d),
             verdicts(run, &d),
             super::summary::one_screen(run, &d)

@@ -12,6 +12,8 @@
 //! version = 1                   # bump on any change to criteria or tasks
 //! use_case = "interactive chat"
 //! description = "…"
+//! system = "…"                  # optional, above [criteria]: the system message of every user
+//!                               # task without its own (e.g. one long shared briefing)
 //!
 //! [criteria]                    # the user's own targets; leave a key out to not judge it
 //! label = "your own targets for an interactive chat assistant"

@@ -1,0 +1,56 @@
+//! The prefix-cache block of a run's report (`--prefix-cache on` only): the cache's budget, then
+//! per level cold and cached prompts apart (count and median TTFT), prompt tokens computed vs
+//! reused and the hit rate. Reads only the record's summary.
+
+use std::fmt::Write;
+
+use crate::engine::prefix::BLOCK_TOKENS;
+use crate::record::summary::LevelSummary;
+use crate::record::RunRecord;
+
+fn plural(n: u64, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+fn secs(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.3} s"))
+}
+
+/// One level's line: cold, cached, tokens and hit rate.
+fn line(s: &LevelSummary) -> String {
+    let f = &s.prefix;
+    let faster = match (f.prefix_ttft_cold_s, f.prefix_ttft_cached_s) {
+        (Some(c), Some(h)) if h > 0.0 => format!(" ({:.1}x faster)", c / h),
+        _ => String::new(),
+    };
+    format!(
+        "  {:<7} cold {}, TTFT med {} · cached {}, TTFT med {}{faster} · prompt tokens {} computed, {} reused ({} hit)",
+        plural(s.jobs as u64, "job") + ":",
+        plural(f.prefix_cold_prompts, "prompt"),
+        secs(f.prefix_ttft_cold_s),
+        plural(f.prefix_cached_prompts, "prompt"),
+        secs(f.prefix_ttft_cached_s),
+        f.prefix_tokens_computed,
+        f.prefix_tokens_reused,
+        f.prefix_hit_rate
+            .map_or("n/a".into(), |h| format!("{:.0} %", h * 100.0)),
+    )
+}
+
+/// The block, or nothing when the run had no prefix cache.
+pub(crate) fn section(run: &RunRecord, levels: &[LevelSummary]) -> String {
+    let tokens = run.scheduler.prefix_cache_tokens;
+    if tokens == 0 {
+        return String::new();
+    }
+    let bytes = tokens as u64 * run.model.kv_bytes_per_token;
+    let mut out = format!(
+        "prefix cache (--prefix-cache on; {tokens} of {} KV tokens = {}, {BLOCK_TOKENS}-token blocks, rows copied into each sequence; emptied at every round's start):\n",
+        run.scheduler.kv_budget_tokens,
+        super::bytes(bytes),
+    );
+    for s in levels {
+        let _ = writeln!(out, "{}", line(s));
+    }
+    out
+}

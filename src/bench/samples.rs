@@ -106,7 +106,9 @@ fn task_sample(done: &TaskDone, lines: &HashMap<RequestId, Timeline>) -> TaskSam
     let output_tokens: usize = turns.iter().map(|t| t.tokens.len()).sum();
     let completion = end - start;
     let prompt_tok_s = match (first.admitted, first.tokens.first()) {
-        (Some(a), Some(f)) if *f > a => Some(first.prompt_tokens as f64 / (f - a)),
+        (Some(a), Some(f)) if *f > a => {
+            Some(first.prompt_tokens.saturating_sub(first.reused) as f64 / (f - a))
+        }
         _ => None,
     };
     let tpot = match ttft {
@@ -237,6 +239,44 @@ mod tests {
         assert_eq!(
             (r.steps[0].prefill_tokens, r.steps[1].decode_tokens),
             (10, 1)
+        );
+    }
+
+    #[test]
+    fn a_reused_prefix_is_counted_and_left_out_of_the_prefill_speed() {
+        let s = Instant::now();
+        let events = vec![
+            ev(s, 0, Some(3), EventKind::Submitted { prompt_tokens: 40 }),
+            ev(s, 0, Some(3), EventKind::Admitted),
+            ev(s, 0, Some(3), EventKind::PrefixReused { tokens: 32 }),
+            ev(s, 10, Some(3), EventKind::Token { token: 1 }),
+            ev(
+                s,
+                10,
+                Some(3),
+                EventKind::Finished {
+                    reason: FinishReason::Length,
+                    output_tokens: 1,
+                },
+            ),
+        ];
+        let done = TaskDone {
+            job: 0,
+            task: "t".into(),
+            requests: vec![3],
+            result: TaskResult {
+                outcome: Outcome::Pass,
+                turns: 1,
+                tool_calls: vec![],
+                final_text: "x".into(),
+            },
+            hit_limit: true,
+        };
+        let t = &round_record(&events, s, &[done]).tasks[0];
+        assert_eq!((t.reused_tokens, t.first_turn_reused), (32, 32));
+        assert!(
+            (t.prompt_tok_s.unwrap() - 8.0 / 0.010).abs() < 1e-6,
+            "8 computed tokens in 10 ms"
         );
     }
 }

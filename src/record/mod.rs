@@ -231,7 +231,8 @@ pub struct TaskSample {
     pub first_turn_reused: usize,
     /// Output tokens over all turns.
     pub output_tokens: usize,
-    /// First turn's prompt tokens ÷ (first token − admission), tokens/s.
+    /// First turn's prompt tokens computed (less those copied from the prefix cache) ÷ (first
+    /// token − admission), tokens/s.
     pub prompt_tok_s: Option<f64>,
     /// Time per output token: (completion − TTFT) ÷ (output tokens − 1), seconds.
     pub tpot_s: Option<f64>,

@@ -111,7 +111,7 @@ pub(crate) const COLUMNS: &[Column] = &[
     figure!("job_tok_s_slowest", "slowest job tok/s", true, "the slowest job: smallest per-job median over rounds", job_tok_s_slowest, |v| num(v, 1)),
     figure!("job_busy_tok_s_median", "busy tok/s med", true, "per-job busy speed: a job's output tokens / the time its tasks were in flight (submission -> last token, summed), per round; median over (job, round); equals per-job tok/s in lockstep, higher when jobs think", job_busy_tok_s_median, |v| num(v, 1)),
     figure!("aggregate_tok_s", "agg tok/s", true, "aggregate: all output tokens of a round / the round's wall window, median over rounds", aggregate_tok_s, |v| num(v, 1)),
-    figure!("prompt_tok_s", "prefill tok/s", false, "prefill clock: first-turn prompt tokens / (first token - admission), median over tasks", prompt_tok_s, |v| num(v, 0)),
+    figure!("prompt_tok_s", "prefill tok/s", false, "prefill clock: first-turn prompt tokens computed (those copied from the prefix cache excluded) / (first token - admission), median over tasks", prompt_tok_s, |v| num(v, 0)),
     figure!("tpot_median_s", "TPOT med ms", false, "decode clock, time per output token: (completion - TTFT) / (output tokens - 1), median over tasks", tpot_median_s, |v: Option<f64>| num(v.map(|t| t * 1e3), 1)),
     Column {
         key: "peak_rss_bytes",

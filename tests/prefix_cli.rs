@@ -116,6 +116,17 @@ fn cold_and_cached_prompts_are_reported_apart_with_the_same_outputs() {
         .output()
         .unwrap();
     let csv = String::from_utf8_lossy(&csv.stdout);
+    for (name, has) in [("on.json", true), ("off.json", false)] {
+        let html = dir.path().join(format!("{name}.html"));
+        let res = tokfire()
+            .args(["report", dir.path().join(name).to_str().unwrap()])
+            .args(["--html", html.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(res.status.success());
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert_eq!(page.contains("<h2>Prefix cache</h2>"), has, "{name}");
+    }
     assert!(
         csv.lines().next().unwrap().contains("prefix_hit_rate"),
         "{csv}"

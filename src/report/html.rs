@@ -81,6 +81,11 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
     out.push_str(&meta(run));
     out.push_str("<h2>Results</h2>\n");
     out.push_str(&table(sheet));
+    if let Some(budget) = super::prefix::budget_line(run) {
+        let (headers, rows) = super::prefix::cells(&run.summary().levels);
+        let _ = write!(out, "<h2>Prefix cache</h2>\n<p>{}</p>\n", esc(&budget));
+        out.push_str(&table(&SheetTable { headers, rows }));
+    }
     out.push_str("<h2>Verdict</h2>\n<ul class=\"verdict\">\n");
     for line in verdict {
         let _ = writeln!(out, "<li>{}</li>", esc(line));

@@ -1,9 +1,11 @@
 //! The prefix-cache block of a run's report (`--prefix-cache on` only): the cache's budget, then
 //! per level cold and cached prompts apart (count and median TTFT), prompt tokens computed vs
-//! reused and the hit rate. Reads only the record's summary.
+//! reused and the hit rate, in text and as the HTML page's table. Reads only the record's
+//! summary.
 
 use std::fmt::Write;
 
+use super::columns::PREFIX_COLUMNS;
 use crate::engine::prefix::BLOCK_TOKENS;
 use crate::record::summary::LevelSummary;
 use crate::record::RunRecord;
@@ -37,20 +39,42 @@ fn line(s: &LevelSummary) -> String {
     )
 }
 
+/// What the cache was, or none when the run had no prefix cache.
+pub(crate) fn budget_line(run: &RunRecord) -> Option<String> {
+    let tokens = run.scheduler.prefix_cache_tokens;
+    (tokens > 0).then(|| {
+        format!(
+            "--prefix-cache on; {tokens} of {} KV tokens = {}, {BLOCK_TOKENS}-token blocks, rows copied into each sequence; emptied at every round's start",
+            run.scheduler.kv_budget_tokens,
+            super::bytes(tokens as u64 * run.model.kv_bytes_per_token),
+        )
+    })
+}
+
 /// The block, or nothing when the run had no prefix cache.
 pub(crate) fn section(run: &RunRecord, levels: &[LevelSummary]) -> String {
-    let tokens = run.scheduler.prefix_cache_tokens;
-    if tokens == 0 {
+    let Some(budget) = budget_line(run) else {
         return String::new();
-    }
-    let bytes = tokens as u64 * run.model.kv_bytes_per_token;
-    let mut out = format!(
-        "prefix cache (--prefix-cache on; {tokens} of {} KV tokens = {}, {BLOCK_TOKENS}-token blocks, rows copied into each sequence; emptied at every round's start):\n",
-        run.scheduler.kv_budget_tokens,
-        super::bytes(bytes),
-    );
+    };
+    let mut out = format!("prefix cache ({budget}):\n");
     for s in levels {
         let _ = writeln!(out, "{}", line(s));
     }
     out
+}
+
+/// The prefix-cache columns as a table: headers, then one row per level.
+pub(crate) fn cells(levels: &[LevelSummary]) -> (Vec<String>, Vec<Vec<String>>) {
+    let headers = std::iter::once("jobs".to_string())
+        .chain(PREFIX_COLUMNS.iter().map(|c| c.header.to_string()))
+        .collect();
+    let rows = levels
+        .iter()
+        .map(|s| {
+            std::iter::once(s.jobs.to_string())
+                .chain(PREFIX_COLUMNS.iter().map(|c| (c.text)(s)))
+                .collect()
+        })
+        .collect();
+    (headers, rows)
 }

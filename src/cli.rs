@@ -48,13 +48,13 @@ fn bench_help(examples: &str) -> String {
 
 fn run_help() -> String {
     bench_help(
-        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n  tokfire run --workload code --spec lookup --spec-k 4 --lookup-ngram 1..3\n  tokfire run --workload chat --spec layerskip:20 --spec-k 3\n  tokfire run --jobs 3 --schedule decode-first --profile\n  tokfire run --dtype f32 --spec draft:smollm2-135m-instruct-q4_1 --jobs 3\n",
+        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n  tokfire run --workload code --spec lookup --spec-k 4 --lookup-ngram 1..3\n  tokfire run --workload chat --spec layerskip:20 --spec-k 3\n  tokfire run --jobs 3 --schedule decode-first --profile\n  tokfire run --dtype f32 --spec draft:smollm2-135m-instruct-q4_1 --jobs 3\n  tokfire run --workload shared-prefix --prefix-cache on   # cold and cached prompts apart\n",
     )
 }
 
 fn sweep_help() -> String {
     bench_help(
-        "  tokfire sweep                                  # chat at 1, 2 and 3 jobs\n  tokfire sweep --workload agent --jobs 1,2,4 --format json\n  tokfire sweep --out-dir ~/bench --trace trace.json\n  tokfire sweep --schedule prefill-first --profile  # what the scheduler did, per level\n  tokfire sweep --model gemma3-270m-q4_k_m --workload code\n  tokfire sweep --model gemma3-270m-q4_k_m --chat-template gemma.jinja   # chat on a model without a template\n",
+        "  tokfire sweep                                  # chat at 1, 2 and 3 jobs\n  tokfire sweep --workload agent --jobs 1,2,4 --format json\n  tokfire sweep --out-dir ~/bench --trace trace.json\n  tokfire sweep --schedule prefill-first --profile  # what the scheduler did, per level\n  tokfire sweep --model gemma3-270m-q4_k_m --workload code\n  tokfire sweep --model gemma3-270m-q4_k_m --chat-template gemma.jinja   # chat on a model without a template\n  tokfire sweep --workload shared-prefix --prefix-cache on --prefix-cache-budget 64MiB\n",
     )
 }
 

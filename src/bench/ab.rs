@@ -143,7 +143,7 @@ pub fn help() -> String {
         .map(|k| format!("  {:<17} {}\n", k.name, k.help))
         .collect();
     format!(
-        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load (a warm load of the arm's model before each round), memory (peak RSS per round),\n  aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n",
+        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load (a warm load of the arm's model before each round), memory (peak RSS per round),\n  aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n  tokfire ab --vary prefix-cache=off,on --workload shared-prefix --expect ttft\n",
         VERDICT_HELP
     )
 }

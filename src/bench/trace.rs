@@ -2,7 +2,8 @@
 //! engine's events: one process per concurrency level, with a track of rounds, a track of engine
 //! steps (with their composition, the planner's decision and the drafter's span), counters of the
 //! queue and the KV tokens held, and one track per job holding each request's queue, prefill and
-//! decode spans and its preemptions. Times are microseconds since the run's first round started.
+//! decode spans, its preemptions and the prompt tokens it took from the prefix cache. Times are
+//! microseconds since the run's first round started.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -133,6 +134,11 @@ impl Trace {
                     let tid = job_of.get(&id).map_or(0, |j| j + 1);
                     let args = json!({"request": id});
                     self.events.push(instant("preempted", level, tid, t, args));
+                }
+                (EventKind::PrefixReused { tokens }, Some(id)) => {
+                    let tid = job_of.get(&id).map_or(0, |j| j + 1);
+                    let args = json!({"request": id, "tokens": tokens});
+                    self.events.push(instant("prefix reused", level, tid, t, args));
                 }
                 (EventKind::StepEnd { forward_us }, _) => {
                     if let Some((from, mut args)) = step.take() {

@@ -167,6 +167,16 @@ pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
             );
         }
     }
+    for run in [a, b].into_iter().filter(|r| r.scheduler.prefix_cache_tokens > 0) {
+        for s in run.summary().levels {
+            let _ = writeln!(
+                out,
+                "prefix cache, {}: {}",
+                arm_name(run),
+                super::prefix::figures(&s)
+            );
+        }
+    }
     out.push('\n');
     match b.ab.as_ref().and_then(|x| x.verdict.as_ref()) {
         Some(v) => out += &verdict_block(a, b, v),

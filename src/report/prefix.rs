@@ -20,14 +20,18 @@ fn secs(v: Option<f64>) -> String {
 
 /// One level's line: cold, cached, tokens and hit rate.
 fn line(s: &LevelSummary) -> String {
+    format!("  {:<7} {}", plural(s.jobs as u64, "job") + ":", figures(s))
+}
+
+/// Cold and cached prompts with their median TTFTs, prompt tokens computed vs reused, hit rate.
+pub(crate) fn figures(s: &LevelSummary) -> String {
     let f = &s.prefix;
     let faster = match (f.prefix_ttft_cold_s, f.prefix_ttft_cached_s) {
         (Some(c), Some(h)) if h > 0.0 => format!(" ({:.1}x faster)", c / h),
         _ => String::new(),
     };
     format!(
-        "  {:<7} cold {}, TTFT med {} · cached {}, TTFT med {}{faster} · prompt tokens {} computed, {} reused ({} hit)",
-        plural(s.jobs as u64, "job") + ":",
+        "cold {}, TTFT med {} · cached {}, TTFT med {}{faster} · prompt tokens {} computed, {} reused ({} hit)",
         plural(f.prefix_cold_prompts, "prompt"),
         secs(f.prefix_ttft_cold_s),
         plural(f.prefix_cached_prompts, "prompt"),

@@ -217,3 +217,29 @@ fn prefill_first_admission_never_forces_a_preemption() {
         }
     }
 }
+
+#[test]
+fn an_admission_starts_at_its_reused_prefix_and_holds_it_as_kv() {
+    for policy in POLICIES {
+        let c = SchedulerConfig {
+            max_seqs: 4,
+            max_batch_tokens: 64,
+            prefill_chunk: 64,
+            kv_budget_tokens: 1000,
+            schedule: policy,
+            prefix_cache_tokens: 200,
+        };
+        let mut s = Scheduler::new(c);
+        s.submit(1, 100, 10).unwrap();
+        s.submit(2, 100, 10).unwrap();
+        // Request 1 finds 96 tokens cached; request 2 finds the whole prompt, so keeps one.
+        let plan = s.schedule_reusing(&|id| if id == 1 { 96 } else { 100 });
+        let starts: Vec<(usize, usize)> = plan.items.iter().map(|i| (i.start, i.len)).collect();
+        assert_eq!(starts, [(96, 4), (99, 1)], "{policy:?}");
+        assert!(plan.items.iter().all(|i| i.samples), "{policy:?}");
+        assert_eq!(s.kv_tokens(), 96 + 99, "{policy:?}: reused tokens are held");
+        // The prefix cache's 200 tokens are not the sequences': 810 fit 1000 but not 800.
+        assert!(s.submit(3, 800, 10).is_err(), "{policy:?}");
+        assert!(s.submit(4, 790, 10).is_ok(), "{policy:?}");
+    }
+}

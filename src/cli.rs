@@ -282,7 +282,11 @@ pub struct BenchArgs {
     /// checkpoint's own nextn layers). Greedy output is exactly the output without speculation;
     /// with --temperature > 0 drafts are verified by rejection sampling. A --spec run also runs
     /// --spec none on the same model, rounds interleaved, unless --no-baseline.
-    #[arg(long, default_value = "none", value_name = "none|lookup|layerskip:L|draft:MODEL|mtp")]
+    #[arg(
+        long,
+        default_value = "none",
+        value_name = "none|lookup|layerskip:L|draft:MODEL|mtp"
+    )]
     pub spec: String,
     /// Tokens proposed per sequence per step when speculating.
     #[arg(long, default_value_t = crate::spec::DEFAULT_K, value_name = "K")]

@@ -189,8 +189,20 @@ fn expect_load_samples_a_load_per_measured_round() {
     let dir = tempfile::tempdir().unwrap();
     let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
     let o = dir.path().join("ab.json");
-    let (m, wl, o) = (m.to_str().unwrap(), wl.to_str().unwrap(), o.to_str().unwrap());
-    let mut a = vec!["ab", "--vary", "dtype=q,f32", "--expect", "load", "--rounds", "3"];
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        o.to_str().unwrap(),
+    );
+    let mut a = vec![
+        "ab",
+        "--vary",
+        "dtype=q,f32",
+        "--expect",
+        "load",
+        "--rounds",
+        "3",
+    ];
     a.extend(args(m, wl, o));
     let screen = ok(&a);
     assert!(screen.contains("load"), "{screen}");
@@ -198,7 +210,10 @@ fn expect_load_samples_a_load_per_measured_round() {
     for run in &file.runs {
         let rounds = &run.ab.as_ref().unwrap().rounds;
         assert_eq!(rounds.len(), 3);
-        assert!(rounds.iter().all(|r| r.load_s.is_some_and(|s| s > 0.0)), "{rounds:?}");
+        assert!(
+            rounds.iter().all(|r| r.load_s.is_some_and(|s| s > 0.0)),
+            "{rounds:?}"
+        );
     }
     let v = file.runs[1].ab.as_ref().unwrap().verdict.as_ref().unwrap();
     assert!(v.effect.is_some(), "a load effect from the samples: {v:?}");
@@ -209,7 +224,11 @@ fn speculation_and_load_mode_are_variables_and_greedy_output_stays() {
     let dir = tempfile::tempdir().unwrap();
     let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
     let o = dir.path().join("ab.json");
-    let (m, wl, o) = (m.to_str().unwrap(), wl.to_str().unwrap(), o.to_str().unwrap());
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        o.to_str().unwrap(),
+    );
     for vary in ["spec=none,lookup", "spec-k=2,4", "load=copy,mmap"] {
         let mut a = vec!["ab", "--vary", vary, "--rounds", "3"];
         if vary.starts_with("spec-k") {
@@ -225,11 +244,25 @@ fn speculation_and_load_mode_are_variables_and_greedy_output_stays() {
             "{vary}: greedy output must not change: {screen}"
         );
         if vary.starts_with("spec") {
-            assert_eq!(b.drafter.as_ref().map(|d| d.spec.as_str()), Some("lookup"), "{vary}");
+            assert_eq!(
+                b.drafter.as_ref().map(|d| d.spec.as_str()),
+                Some("lookup"),
+                "{vary}"
+            );
         }
     }
     fails(
-        &["ab", "--vary", "spec-k=0,2", "--spec", "lookup", "--model", m, "--workload", wl],
+        &[
+            "ab",
+            "--vary",
+            "spec-k=0,2",
+            "--spec",
+            "lookup",
+            "--model",
+            m,
+            "--workload",
+            wl,
+        ],
         &["--vary", "spec-k"],
     );
 }

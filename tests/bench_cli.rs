@@ -102,13 +102,17 @@ fn sweep_prints_the_sheet_and_records_every_field() {
     // Every step carries the planner's decision, and the queue is a counter track.
     let steps: Vec<_> = events.iter().filter(|e| e["name"] == "step").collect();
     assert!(!steps.is_empty());
-    assert!(steps.iter().all(|e| e["args"]["plan"]["running"].as_u64() >= Some(1)));
+    assert!(steps
+        .iter()
+        .all(|e| e["args"]["plan"]["running"].as_u64() >= Some(1)));
     let queue: Vec<_> = events
         .iter()
         .filter(|e| e["ph"] == "C" && e["name"] == "queue")
         .collect();
     assert_eq!(queue.len(), steps.len(), "one queue sample per step");
-    assert!(queue.iter().any(|e| e["args"]["running"].as_u64() >= Some(2)));
+    assert!(queue
+        .iter()
+        .any(|e| e["args"]["running"].as_u64() >= Some(2)));
 
     // A second run appends to the same file.
     let mut a = vec!["run", "--jobs", "2", "--format", "csv"];

@@ -21,24 +21,45 @@ fn chat_workload_needs_a_template_and_runs_with_one() {
     let dir = tempfile::tempdir().unwrap();
     let (m, wl) = (gemma(dir.path()), workload(dir.path(), WORKLOAD));
     let out = dir.path().join("r.json");
-    let (m, wl, o) = (m.to_str().unwrap(), wl.to_str().unwrap(), out.to_str().unwrap());
-    let mut base = vec!["run", "--rounds", "1", "--warmup", "0", "--allow-few-rounds"];
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let mut base = vec![
+        "run",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--allow-few-rounds",
+    ];
     base.extend(args(m, wl, o));
 
     let refused = tokfire().args(&base).output().unwrap();
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("no chat template") && err.contains("--chat-template"), "{err}");
+    assert!(
+        err.contains("no chat template") && err.contains("--chat-template"),
+        "{err}"
+    );
 
     let template = dir.path().join("gemma.jinja");
     std::fs::write(&template, GEMMA_TEMPLATE).unwrap();
     let mut with = base.clone();
     with.extend(["--chat-template", template.to_str().unwrap()]);
     let ok = tokfire().args(&with).output().unwrap();
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let file = read(&out);
     let run = file.runs.last().expect("the run is saved");
-    assert_eq!(run.config.model.chat_template.as_deref(), Some(template.as_path()));
+    assert_eq!(
+        run.config.model.chat_template.as_deref(),
+        Some(template.as_path())
+    );
     let tasks = &run.levels[0].rounds[0].tasks;
     assert_eq!(tasks.len(), 3, "every task ran, chat ones included");
 }
@@ -52,12 +73,26 @@ fn generate_chat_uses_the_template_file_and_a_bad_file_is_named() {
     let m = m.to_str().unwrap();
     let gen = |t: &str| {
         tokfire()
-            .args(["generate", "--model", m, "--chat", "hi", "-n", "3", "--chat-template", t])
+            .args([
+                "generate",
+                "--model",
+                m,
+                "--chat",
+                "hi",
+                "-n",
+                "3",
+                "--chat-template",
+                t,
+            ])
             .output()
             .unwrap()
     };
     let ok = gen(template.to_str().unwrap());
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
 
     let missing = dir.path().join("missing.jinja");
     let bad = gen(missing.to_str().unwrap());

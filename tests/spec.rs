@@ -235,7 +235,10 @@ fn sampled_speculation_verifies_by_rejection_sampling() {
         ..SamplingConfig::default()
     };
     let (spec, accepted) = run_sampled(m, &point, &prompts, Some(4));
-    assert_eq!(spec, greedy, "top-k 1 sampling with speculation is not greedy");
+    assert_eq!(
+        spec, greedy,
+        "top-k 1 sampling with speculation is not greedy"
+    );
     assert!(accepted > 0);
     let wide = SamplingConfig {
         temperature: 0.8,

@@ -459,7 +459,12 @@ fn rounds(
             one_round(&setup, &mut states[arm], energy, seq, warmup, |d, t| {
                 progress.update(at, d, t)
             })?;
-            if let Some(r) = states[arm].record.ab.as_mut().and_then(|a| a.rounds.last_mut()) {
+            if let Some(r) = states[arm]
+                .record
+                .ab
+                .as_mut()
+                .and_then(|a| a.rounds.last_mut())
+            {
                 r.load_s = r.load_s.or(load_s);
             }
             writer.save(&states[arm].record)?;

@@ -14,8 +14,8 @@ pub mod session;
 pub mod spec_samples;
 pub(crate) mod spec_setup;
 pub(crate) mod sweep;
-pub mod timeline;
 pub(crate) mod think;
+pub mod timeline;
 pub(crate) mod trace;
 
 use crate::bench::error::BenchError;

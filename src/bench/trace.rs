@@ -138,7 +138,8 @@ impl Trace {
                 (EventKind::PrefixReused { tokens }, Some(id)) => {
                     let tid = job_of.get(&id).map_or(0, |j| j + 1);
                     let args = json!({"request": id, "tokens": tokens});
-                    self.events.push(instant("prefix reused", level, tid, t, args));
+                    self.events
+                        .push(instant("prefix reused", level, tid, t, args));
                 }
                 (EventKind::StepEnd { forward_us }, _) => {
                     if let Some((from, mut args)) = step.take() {

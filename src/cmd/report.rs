@@ -74,8 +74,10 @@ fn text_screens(all: &[RunRecord], selected: &[&RunRecord]) -> String {
             continue;
         }
         let arm = |name: &str| {
-            all.iter()
-                .find(|r| r.ab.as_ref().is_some_and(|x| x.pair == ab.pair && x.arm == name))
+            all.iter().find(|r| {
+                r.ab.as_ref()
+                    .is_some_and(|x| x.pair == ab.pair && x.arm == name)
+            })
         };
         match (arm("A"), arm("B")) {
             (Some(a), Some(b)) => {

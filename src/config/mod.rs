@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::ConfigError;
 
 pub mod run;
-pub mod spec;
 pub mod schedule;
+pub mod spec;
 pub mod think;
 use crate::kernels::{self, Level};
 

@@ -18,8 +18,8 @@ use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
 
 mod nextn;
-pub(crate) use nextn::{nextn_name, nextn_tensors};
 pub use nextn::NextnInput;
+pub(crate) use nextn::{nextn_name, nextn_tensors};
 
 /// Longest RoPE table built, in positions (bounds memory for models with huge contexts).
 pub(crate) const MAX_ROPE_POSITIONS: usize = 32_768;

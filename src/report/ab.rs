@@ -167,7 +167,10 @@ pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
             );
         }
     }
-    for run in [a, b].into_iter().filter(|r| r.scheduler.prefix_cache_tokens > 0) {
+    for run in [a, b]
+        .into_iter()
+        .filter(|r| r.scheduler.prefix_cache_tokens > 0)
+    {
         for s in run.summary().levels {
             let _ = writeln!(
                 out,

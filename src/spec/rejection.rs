@@ -116,12 +116,7 @@ mod tests {
     /// The first two tokens of `n` generations, each made by repeated speculative steps of `k`
     /// drafts against a target whose distribution is `P` at every position; `rule` is the
     /// acceptance rule under test. Returns the joint frequencies of (token 1, token 2).
-    fn joint(
-        n: usize,
-        k: usize,
-        certain: bool,
-        rule: Rule,
-    ) -> [[f64; 4]; 4] {
+    fn joint(n: usize, k: usize, certain: bool, rule: Rule) -> [[f64; 4]; 4] {
         let mut rng = StdRng::seed_from_u64(7);
         let q = q_rows(k);
         let p: Vec<Vec<f64>> = vec![P.to_vec(); k + 1];

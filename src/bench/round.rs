@@ -200,7 +200,10 @@ pub fn run_round(
         pacer: super::think::Pacer::new(setup.think),
     };
     let draft = setup.draft.map(|d| &d.model);
-    if let Some(drafter) = crate::spec::drafter_with(&setup.spec, &setup.loaded.model, draft)? {
+    let prefix = setup.scheduler.prefix_cache_tokens;
+    if let Some(drafter) =
+        crate::spec::drafter_with(&setup.spec, &setup.loaded.model, draft, prefix)?
+    {
         d.engine.set_speculation(drafter, setup.spec.k)?;
     }
     let start = Instant::now();

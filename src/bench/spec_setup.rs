@@ -49,7 +49,7 @@ pub(crate) fn prepare(
         SpecMethod::Lookup | SpecMethod::LayerSkip { .. } => None,
     };
     // Builds the drafter once now so that bad settings fail before the first round.
-    crate::spec::drafter_with(spec, &target.model, draft.as_ref().map(|d| &d.model))?;
+    crate::spec::drafter_with(spec, &target.model, draft.as_ref().map(|d| &d.model), 0)?;
     record.drafter = Some(info);
     Ok(draft)
 }

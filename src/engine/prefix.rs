@@ -177,6 +177,8 @@ pub struct PrefixStats {
     pub evicted_blocks: u64,
     /// Most blocks held at once.
     pub peak_blocks: u64,
+    /// Tokens copied into new sequences' caches.
+    pub reused_tokens: u64,
 }
 
 /// The prefix cache: [`PrefixIndex`] with each block's K/V rows.
@@ -232,6 +234,7 @@ impl PrefixCache {
             cache.advance(BLOCK_TOKENS);
         }
         cache.truncate(n);
+        self.stats.reused_tokens += n as u64;
         Ok(())
     }
 

@@ -64,14 +64,16 @@ pub fn drafter<'m>(
     cfg: &SpecConfig,
     target: &'m Model,
 ) -> Result<Option<Box<dyn Drafter + 'm>>, EngineError> {
-    drafter_with(cfg, target, None)
+    drafter_with(cfg, target, None, 0)
 }
 
-/// [`drafter`] with the loaded draft model of `--spec draft:MODEL` (required for it).
+/// [`drafter`] with the loaded draft model of `--spec draft:MODEL` (required for it); a drafter
+/// with KV of its own keeps a prefix cache of `prefix_tokens` (0: none, as the engine's).
 pub fn drafter_with<'m>(
     cfg: &SpecConfig,
     target: &'m Model,
     draft: Option<&'m Model>,
+    prefix_tokens: usize,
 ) -> Result<Option<Box<dyn Drafter + 'm>>, EngineError> {
     Ok(match &cfg.method {
         SpecMethod::None => None,
@@ -82,7 +84,9 @@ pub fn drafter_with<'m>(
                     "--spec draft:{model}: the draft model was not loaded; this is a bug"
                 ))
             })?;
-            Some(Box::new(model_draft::ModelDrafter::whole(draft)))
+            Some(Box::new(
+                model_draft::ModelDrafter::whole(draft).with_prefix_cache(prefix_tokens)?,
+            ))
         }
         SpecMethod::Mtp => Some(Box::new(mtp::MtpDrafter::new(target)?)),
         &SpecMethod::LayerSkip { layers } => {
@@ -99,7 +103,9 @@ pub fn drafter_with<'m>(
                     (total / 2).max(1)
                 )));
             }
-            Some(Box::new(model_draft::ModelDrafter::new(target, layers)))
+            Some(Box::new(
+                model_draft::ModelDrafter::new(target, layers).with_prefix_cache(prefix_tokens)?,
+            ))
         }
     })
 }

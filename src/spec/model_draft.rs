@@ -9,6 +9,11 @@
 //! couple the two forwards' writes. The price is `layers / total layers` of the target's KV
 //! bytes and a catch-up pass of those layers over each prompt.
 //!
+//! With the engine's prefix cache on, the drafter keeps a prefix cache of its own rows (same
+//! budget, same blocks): a new sequence copies its longest cached prefix instead of catching up
+//! over it, which is what keeps a long shared prompt from costing a full drafter prefill per
+//! sequence.
+//!
 //! Rollback: each call gets the sequence's true history; the cache is truncated to the common
 //! prefix with what the drafter fed before, and the rest (the accepted tokens and the target's
 //! correction) is fed in one batched catch-up forward before drafting.
@@ -16,6 +21,7 @@
 use std::collections::HashMap;
 
 use super::{DraftInput, Drafter};
+use crate::engine::prefix::{PrefixCache, PrefixStats};
 use crate::error::EngineError;
 use crate::model::family::Model;
 use crate::model::kv::KvCache;
@@ -41,6 +47,8 @@ pub struct ModelDrafter<'m> {
     seqs: HashMap<u64, SeqState>,
     /// The most KV bytes held at once so far.
     peak_kv: usize,
+    /// The drafter's own prefix cache (with the engine's `--prefix-cache on`).
+    prefix: Option<PrefixCache>,
 }
 
 impl<'m> ModelDrafter<'m> {
@@ -50,6 +58,7 @@ impl<'m> ModelDrafter<'m> {
             net: Net::First(model, layers.clamp(1, model.cfg.layers)),
             seqs: HashMap::new(),
             peak_kv: 0,
+            prefix: None,
         }
     }
 
@@ -59,7 +68,38 @@ impl<'m> ModelDrafter<'m> {
             net: Net::Whole(model),
             seqs: HashMap::new(),
             peak_kv: 0,
+            prefix: None,
         }
+    }
+
+    /// Keeps a prefix cache of up to `tokens` tokens of the drafter's own rows (0: none).
+    pub fn with_prefix_cache(mut self, tokens: usize) -> Result<Self, EngineError> {
+        if tokens > 0 {
+            let one = self.new_cache(1)?;
+            let bytes_per_token = one.bytes();
+            self.prefix = Some(PrefixCache::new(tokens, bytes_per_token));
+        }
+        Ok(self)
+    }
+
+    /// The drafter's prefix-cache counters (none without one).
+    pub fn prefix_stats(&self) -> Option<PrefixStats> {
+        self.prefix.as_ref().map(PrefixCache::stats)
+    }
+
+    /// A new sequence's state: an empty cache, or one holding the rows of the longest prefix of
+    /// `tokens` the drafter's prefix cache has.
+    fn start(&mut self, tokens: &[u32], k: usize) -> Result<SeqState, EngineError> {
+        let mut cache = self.new_cache(tokens.len() + k + 1)?;
+        let mut fed = Vec::new();
+        if let Some(prefix) = self.prefix.as_mut() {
+            let n = prefix.reusable(tokens);
+            if n > 0 {
+                prefix.fill(tokens, n, &mut cache)?;
+                fed.extend_from_slice(&tokens[..n]);
+            }
+        }
+        Ok(SeqState { cache, fed })
     }
 
     fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
@@ -69,9 +109,10 @@ impl<'m> ModelDrafter<'m> {
         }
     }
 
-    /// KV bytes the drafter holds now.
+    /// KV bytes the drafter holds now: its sequences' caches and its prefix cache.
     pub fn kv_bytes(&self) -> usize {
-        self.seqs.values().map(|s| s.cache.bytes()).sum()
+        let prefix = self.prefix.as_ref().map_or(0, PrefixCache::bytes);
+        self.seqs.values().map(|s| s.cache.bytes()).sum::<usize>() + prefix
     }
 
     fn forward(&mut self, ids: &[u64], fed: &[Vec<u32>]) -> Result<Vec<u32>, EngineError> {
@@ -118,14 +159,8 @@ impl Drafter for ModelDrafter<'_> {
         for &i in &live {
             let s = &seqs[i];
             if !self.seqs.contains_key(&s.id) {
-                let cache = self.new_cache(s.tokens.len() + s.k + 1)?;
-                self.seqs.insert(
-                    s.id,
-                    SeqState {
-                        cache,
-                        fed: Vec::new(),
-                    },
-                );
+                let state = self.start(s.tokens, s.k)?;
+                self.seqs.insert(s.id, state);
             }
             let st = self.seqs.get_mut(&s.id).expect("inserted above");
             let mut common = st
@@ -143,6 +178,13 @@ impl Drafter for ModelDrafter<'_> {
         let mut ids: Vec<u64> = live.iter().map(|&i| seqs[i].id).collect();
         let mut slots = live.clone();
         let mut next = self.forward(&ids, &fed)?;
+        if let Some(prefix) = self.prefix.as_mut() {
+            // The catch-up fed each sequence's true history: keep its whole blocks.
+            for id in &ids {
+                let st = &self.seqs[id];
+                prefix.store(&st.fed, &st.cache)?;
+            }
+        }
         loop {
             for (&slot, &t) in slots.iter().zip(&next) {
                 out[slot].push(t);

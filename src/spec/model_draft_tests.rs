@@ -81,3 +81,47 @@ fn a_layer_skip_drafters_cache_after_a_rejection_equals_a_fresh_drafters() {
     let kv = a.cache.max_row_diff(&b.cache).expect("same shape");
     assert!(kv <= TOL, "K/V rows differ by {kv} (> {TOL})");
 }
+
+#[test]
+fn a_drafters_prefix_cache_copies_a_shared_prompt_and_proposes_the_same() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = load_gguf_for_test(dir.path(), &Spec::default());
+    let llama = target.model.as_llama().expect("synthetic llama");
+    let shared: Vec<u32> = (0..40).map(|i| 20 + (i * 7) % 200).collect();
+    let ask = |tail: u32| {
+        let mut p = shared.clone();
+        p.extend([tail, tail + 1, tail + 2]);
+        p
+    };
+    let run = |cached: bool| {
+        let mut d = ModelDrafter::new(llama, 1)
+            .with_prefix_cache(if cached { 256 } else { 0 })
+            .expect("drafter");
+        let mut out = Vec::new();
+        for (id, tail) in [(1, 3), (2, 90), (3, 160)] {
+            let tokens = ask(tail);
+            let input = DraftInput {
+                id,
+                tokens: &tokens,
+                k: K,
+            };
+            out.push(d.propose(&[input]).expect("propose").remove(0));
+            // Each sequence's cache holds its history and the fed proposals, nothing else.
+            assert_eq!(d.seqs[&id].fed[..tokens.len()], tokens[..]);
+        }
+        (out, d.prefix_stats())
+    };
+    let (plain, none) = run(false);
+    let (cached, stats) = run(true);
+    assert_eq!(
+        cached, plain,
+        "proposals differ with the drafter's prefix cache"
+    );
+    assert!(none.is_none());
+    let stats = stats.expect("a prefix cache");
+    assert_eq!(
+        stats.reused_tokens,
+        2 * 32,
+        "two later prompts reuse two blocks each"
+    );
+}

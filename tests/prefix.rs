@@ -11,9 +11,9 @@ use candle_core::quantized::GgmlDType;
 use common::*;
 use tokfire::config::{SamplingConfig, WeightDType};
 use tokfire::engine::batching::{Engine, EventKind, Request};
-use tokfire::engine::prefix::BLOCK_TOKENS;
 use tokfire::engine::scheduler::SchedulerConfig;
 use tokfire::model::family::Model;
+use tokfire::model::prefix::BLOCK_TOKENS;
 use tokfire::model::Loaded;
 
 fn cfg(max_seqs: usize, prefill_chunk: usize, prefix: usize) -> SchedulerConfig {

@@ -107,7 +107,7 @@ pub(crate) fn scheduler_config(
     cfg: &RunConfig,
     bytes_per_token: u64,
 ) -> Result<SchedulerConfig, ConfigError> {
-    use crate::engine::prefix::BLOCK_TOKENS;
+    use crate::model::prefix::BLOCK_TOKENS;
     let e = &cfg.engine;
     let kv = e.kv_budget.tokens(bytes_per_token);
     let prefix = match e.prefix_cache.is_on() {

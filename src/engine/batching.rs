@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::prefix::{PrefixCache, PrefixStats};
 use super::sampler::Sampler;
 use super::scheduler::{Plan, RequestId, Scheduler, SchedulerConfig};
 use crate::config::SamplingConfig;
@@ -16,6 +15,7 @@ use crate::error::EngineError;
 use crate::model::family::Model;
 use crate::model::kv::KvCache;
 use crate::model::llama::{LogitRows, SeqInput};
+use crate::model::prefix::{PrefixCache, PrefixStats};
 
 #[path = "verify.rs"]
 mod verify;

@@ -18,6 +18,7 @@ pub(crate) mod linear;
 pub mod llama;
 pub mod manifest;
 pub mod mapped;
+pub mod prefix;
 pub(crate) mod projections;
 pub mod synthetic;
 pub mod synthetic_gemma;

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::columns::PREFIX_COLUMNS;
-use crate::engine::prefix::BLOCK_TOKENS;
+use crate::model::prefix::BLOCK_TOKENS;
 use crate::record::summary::LevelSummary;
 use crate::record::RunRecord;
 

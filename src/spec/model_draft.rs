@@ -21,11 +21,11 @@
 use std::collections::HashMap;
 
 use super::{DraftInput, Drafter};
-use crate::engine::prefix::{PrefixCache, PrefixStats};
 use crate::error::EngineError;
 use crate::model::family::Model;
 use crate::model::kv::KvCache;
 use crate::model::llama::{Llama, LogitRows, SeqInput};
+use crate::model::prefix::{PrefixCache, PrefixStats};
 
 struct SeqState {
     cache: KvCache,

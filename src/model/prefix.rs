@@ -22,8 +22,8 @@ use std::collections::HashMap;
 
 use candle_core::Tensor;
 
+use super::kv::KvCache;
 use crate::error::EngineError;
-use crate::model::kv::KvCache;
 
 /// Tokens per cached block.
 pub const BLOCK_TOKENS: usize = 16;

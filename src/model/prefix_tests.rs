@@ -1,7 +1,7 @@
 use candle_core::{Device, Tensor};
 
+use super::super::kv::KvShape;
 use super::*;
-use crate::model::kv::KvShape;
 
 fn toks(from: u32, n: usize) -> Vec<u32> {
     (from..from + n as u32).collect()

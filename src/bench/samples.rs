@@ -173,6 +173,22 @@ mod tests {
     use crate::engine::batching::FinishReason;
     use crate::workload::Outcome;
 
+    /// A passed single-turn task of job 0 that hit its token limit.
+    fn done(requests: Vec<RequestId>, text: &str) -> TaskDone {
+        TaskDone {
+            job: 0,
+            task: "t".into(),
+            requests,
+            result: TaskResult {
+                outcome: Outcome::Pass,
+                turns: 1,
+                tool_calls: vec![],
+                final_text: text.into(),
+            },
+            hit_limit: true,
+        }
+    }
+
     fn ev(start: Instant, ms: u64, id: Option<RequestId>, kind: EventKind) -> Event {
         Event {
             at: start + Duration::from_millis(ms),
@@ -211,18 +227,7 @@ mod tests {
             ),
             ev(s, 56, None, EventKind::StepEnd { forward_us: 19_000 }),
         ];
-        let done = TaskDone {
-            job: 0,
-            task: "t".into(),
-            requests: vec![7],
-            result: TaskResult {
-                outcome: Outcome::Pass,
-                turns: 1,
-                tool_calls: vec![],
-                final_text: "abc".into(),
-            },
-            hit_limit: true,
-        };
+        let done = done(vec![7], "abc");
         let r = round_record(&events, s, &[done]);
         let t = &r.tasks[0];
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
@@ -260,18 +265,7 @@ mod tests {
                 },
             ),
         ];
-        let done = TaskDone {
-            job: 0,
-            task: "t".into(),
-            requests: vec![3],
-            result: TaskResult {
-                outcome: Outcome::Pass,
-                turns: 1,
-                tool_calls: vec![],
-                final_text: "x".into(),
-            },
-            hit_limit: true,
-        };
+        let done = done(vec![3], "x");
         let t = &round_record(&events, s, &[done]).tasks[0];
         assert_eq!((t.reused_tokens, t.first_turn_reused), (32, 32));
         assert!(

@@ -300,7 +300,7 @@ pub(crate) fn model_info(loaded: &Loaded, path: &ModelPath) -> Result<ModelInfo,
         file_bytes: loaded.file_bytes,
         arch: report.architecture,
         parameters: report.parameters,
-        kv_bytes_per_token: (kv.layers * kv.kv_heads * kv.head_dim * 2 * 4) as u64,
+        kv_bytes_per_token: kv.bytes_per_token() as u64,
     })
 }
 

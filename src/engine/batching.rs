@@ -142,8 +142,7 @@ impl<'m> Engine<'m> {
     /// An engine over `model`; with `cfg.prefix_cache_tokens` > 0 it keeps a prefix cache of
     /// that many tokens.
     pub fn new(model: &'m Model, cfg: SchedulerConfig, sampling: SamplingConfig) -> Self {
-        let kv = model.kv_shape();
-        let bytes_per_token = 2 * kv.layers * kv.kv_heads * kv.head_dim * 4;
+        let bytes_per_token = model.kv_shape().bytes_per_token();
         Self {
             prefix: (cfg.prefix_cache_tokens > 0)
                 .then(|| PrefixCache::new(cfg.prefix_cache_tokens, bytes_per_token)),

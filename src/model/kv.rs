@@ -16,6 +16,13 @@ pub struct KvShape {
     pub max_positions: usize,
 }
 
+impl KvShape {
+    /// Bytes one token's K and V take across all layers (f32).
+    pub(crate) fn bytes_per_token(&self) -> usize {
+        2 * self.layers * self.kv_heads * self.head_dim * DType::F32.size_in_bytes()
+    }
+}
+
 /// The keys and values of one sequence, every layer.
 pub struct KvCache {
     shape: KvShape,

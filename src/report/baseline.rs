@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::plural;
 use crate::config::spec::{SpecConfig, SpecMethod};
 use crate::record::summary::RunSummary;
 use crate::record::RunRecord;
@@ -32,10 +33,6 @@ fn dtype_name(d: crate::config::WeightDType) -> String {
 
 fn times(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("×{v:.2}"))
-}
-
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// The spread of the per-round decode speedups: their range and MAD, with the pair count.

@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::secs;
 use crate::config::run::Format;
 use crate::measure::pagecache::Residency;
 use crate::record::cold::{summarize, ColdRecord, ColdSummary, Counted, StartRecord};
@@ -39,10 +40,6 @@ Examples:
   sudo tokfire cold --drop-caches --format md   # also drop the whole page cache before each cold start
 "
     .into()
-}
-
-fn secs(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |s| format!("{s:.3} s"))
 }
 
 fn pct(r: Option<Residency>) -> String {

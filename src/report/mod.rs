@@ -30,6 +30,16 @@ pub(crate) fn bytes(n: u64) -> String {
     }
 }
 
+/// "1 job", "3 jobs": a count and its word, plural when it is not 1.
+pub(crate) fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Seconds with three decimals and their unit, or "n/a" when unmeasured.
+pub(crate) fn secs(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |s| format!("{s:.3} s"))
+}
+
 /// A duration in the unit that reads best (µs, ms, s).
 pub(crate) fn duration(d: std::time::Duration) -> String {
     let s = d.as_secs_f64();

@@ -6,21 +6,14 @@
 use std::fmt::Write;
 
 use super::columns::PREFIX_COLUMNS;
+use super::{plural, secs};
 use crate::model::prefix::BLOCK_TOKENS;
 use crate::record::summary::LevelSummary;
 use crate::record::RunRecord;
 
-fn plural(n: u64, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
-
-fn secs(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.3} s"))
-}
-
 /// One level's line: cold, cached, tokens and hit rate.
 fn line(s: &LevelSummary) -> String {
-    format!("  {:<7} {}", plural(s.jobs as u64, "job") + ":", figures(s))
+    format!("  {:<7} {}", plural(s.jobs, "job") + ":", figures(s))
 }
 
 /// Cold and cached prompts with their median TTFTs, prompt tokens computed vs reused, hit rate.
@@ -32,9 +25,9 @@ pub(crate) fn figures(s: &LevelSummary) -> String {
     };
     format!(
         "cold {}, TTFT med {} · cached {}, TTFT med {}{faster} · prompt tokens {} computed, {} reused ({} hit)",
-        plural(f.prefix_cold_prompts, "prompt"),
+        plural(f.prefix_cold_prompts as usize, "prompt"),
         secs(f.prefix_ttft_cold_s),
-        plural(f.prefix_cached_prompts, "prompt"),
+        plural(f.prefix_cached_prompts as usize, "prompt"),
         secs(f.prefix_ttft_cached_s),
         f.prefix_tokens_computed,
         f.prefix_tokens_reused,

@@ -3,12 +3,9 @@
 
 use std::fmt::Write;
 
+use super::secs;
 use crate::record::summary::{LevelSummary, RunSummary};
 use crate::record::RunRecord;
-
-fn secs(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{v:.3} s"))
-}
 
 /// Shell-quotes one argument when it needs it.
 fn quote(arg: &str) -> String {

@@ -7,13 +7,10 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::columns::{self, COLUMNS, IDENTITY};
+use super::plural;
 use crate::config::run::Format;
 use crate::record::summary::{LevelSummary, RunSummary};
 use crate::record::{RunRecord, FORMAT};
-
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
 
 /// The sheet as aligned text.
 fn table_text(levels: &[LevelSummary]) -> String {

@@ -156,11 +156,13 @@ impl Drafter for ModelDrafter<'_> {
         }
         // Roll back to the common prefix; feed the rest.
         let mut fed = Vec::with_capacity(live.len());
+        let mut started = Vec::new();
         for &i in &live {
             let s = &seqs[i];
             if !self.seqs.contains_key(&s.id) {
                 let state = self.start(s.tokens, s.k)?;
                 self.seqs.insert(s.id, state);
+                started.push(s.id);
             }
             let st = self.seqs.get_mut(&s.id).expect("inserted above");
             let mut common = st
@@ -179,8 +181,9 @@ impl Drafter for ModelDrafter<'_> {
         let mut slots = live.clone();
         let mut next = self.forward(&ids, &fed)?;
         if let Some(prefix) = self.prefix.as_mut() {
-            // The catch-up fed each sequence's true history: keep its whole blocks.
-            for id in &ids {
+            // A new sequence's first catch-up fed its prompt: keep its whole blocks (later steps
+            // add only its answer, which another prompt is unlikely to share).
+            for id in &started {
                 let st = &self.seqs[id];
                 prefix.store(&st.fed, &st.cache)?;
             }

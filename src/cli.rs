@@ -121,13 +121,6 @@ pub enum Command {
     ColdChild(ColdChildArgs),
 }
 
-/// Arguments of verbs that are not built yet; accepted so the verb can say so.
-#[derive(Debug, Args)]
-pub struct Pending {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
-}
-
 /// Which model, on what, stored how.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
@@ -270,7 +263,8 @@ pub struct BenchArgs {
     /// headroom; tighter levels are flagged "comfortable, no headroom".
     #[arg(long, default_value_t = crate::config::run::DEFAULT_HEADROOM)]
     pub headroom: f64,
-    /// Exit with status 1 when the verdict is not comfortable at the highest level run (for CI).
+    /// Exit with status 1 when the verdict is not comfortable at the highest level run (run,
+    /// sweep), or is not keep (ab): for CI.
     #[arg(long)]
     pub exit_code: bool,
     /// A note stored with the run and printed in its summary (repeatable): what no counter
@@ -391,9 +385,10 @@ pub struct ReportArgs {
 }
 
 const COMPARE_HELP: &str =
-    "Refused unless both runs used the same workload (content hash), model (sha256) and
-settings; a different build, kernel, driver or machine is the point and is listed. --force
-compares anyway.
+    "Refused unless both runs used the same workload (content hash), model (sha256), settings
+and job levels; a different build, kernel, driver or machine is the point and is listed.
+--force compares anyway. Levels are matched by job count (1 job with 1 job, never by
+position), with one verdict per job count both runs measured.
 
 Examples:
   tokfire compare results/sweep-chat.json results/sweep-chat.json --old-run ID1 --new-run ID2
@@ -406,7 +401,12 @@ new run is appended to the same record, then compared with the stored one (as `c
 
 Examples:
   tokfire rerun results/sweep-chat.json                     # the last run of the file
-  tokfire rerun results/sweep-chat.json --run ID --note 'after the driver update'";
+  tokfire rerun results/sweep-chat.json --run ID --note 'after the driver update'
+  tokfire rerun results/sweep-chat.json --rounds 5          # enough rounds for a verdict
+
+Only `run` and `sweep` records are repeated (an A/B, cold starts or a session: run their own
+command again). The stored configuration is validated as if typed; a stored --trace is not
+written again; a workload whose content changed since the run is refused.";
 
 /// `tokfire ab`.
 #[derive(Debug, Args)]
@@ -469,6 +469,10 @@ pub struct RerunArgs {
     /// The metric the comparison judges.
     #[arg(long, value_enum, default_value_t = crate::record::ab::Metric::Decode)]
     pub expect: crate::record::ab::Metric,
+    /// Measured rounds per level for the new run [default: the stored run's]; a verdict needs
+    /// at least 5 on each side.
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<usize>,
     /// Notes for the new run (repeatable); the stored run's notes are kept otherwise.
     #[arg(long, value_name = "TEXT")]
     pub note: Vec<String>,
@@ -531,6 +535,8 @@ The script is TOML: name = \"...\", then [[step]] tables, each with one of
   load = \"MODEL\"  (dtype = \"q|f32|f16|bf16\", evict = true for a cold page cache)
   chat = \"...\"  (system = \"...\")   raw = \"...\"   task = \"WORKLOAD/TASK_ID\"
       (max_tokens = N, repeat = N)
+      chat steps are the turns of one conversation: each carries the earlier chat turns
+      (their questions and answers, across model swaps), so its prompt grows as a chat does
   idle = \"90s\"  (also 500ms, 1.5m, 2h)
 The first step loads a model. Each row shows what the person waited for: load, warm-up (one
 forward after the load), time to first token (enter -> first token), completion (enter -> last

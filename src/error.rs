@@ -22,8 +22,8 @@ pub enum ConfigError {
     Manifest(String),
     #[error("verdict not comfortable at the highest level run (--exit-code): {line}")]
     NotComfortable { line: String },
-    #[error("`tokfire {verb}` is not yet available in this version; `tokfire generate` and `tokfire inspect` work")]
-    NotYetAvailable { verb: String },
+    #[error("A/B verdict {decision}, not keep (--exit-code): {reason}")]
+    NotKept { decision: String, reason: String },
 }
 
 impl ConfigError {

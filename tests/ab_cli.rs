@@ -341,3 +341,181 @@ fn rerun_repeats_the_stored_config_and_compares() {
         &["no such results file"],
     );
 }
+
+/// `fails` for any non-zero status: the message, never a panic.
+fn fails_with(a: &[&str], code: i32, needles: &[&str]) -> String {
+    let out = tokfire().args(a).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(code), "{a:?}: {err}");
+    assert!(!err.contains("panicked"), "{a:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{a:?}: '{n}' not in: {err}");
+    }
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn compare_matches_levels_by_job_count_never_by_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let (x, y) = (dir.path().join("x.json"), dir.path().join("y.json"));
+    let (m, wl, xs, ys) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        x.to_str().unwrap(),
+        y.to_str().unwrap(),
+    );
+    let mut a = vec!["sweep", "--jobs", "1,2", "--rounds", "3", "--threads", "1"];
+    a.extend(args(m, wl, xs));
+    ok(&a);
+    let mut a = vec!["run", "--jobs", "2", "--rounds", "3", "--threads", "1"];
+    a.extend(args(m, wl, ys));
+    ok(&a);
+    fails(
+        &["compare", xs, ys],
+        &["job levels differ", "jobs 1,2", "jobs 2 in", "--force"],
+    );
+    let screen = ok(&["compare", xs, ys, "--force"]);
+    assert!(
+        screen.contains("1 job: only the old run measured it"),
+        "{screen}"
+    );
+    assert!(screen.contains("at 2 jobs:"), "{screen}");
+    assert!(
+        !screen.contains("at 1 job:"),
+        "1 job has nothing to compare with:\n{screen}"
+    );
+    // Same job sets in another order are still matched by count: a record with its levels
+    // stored 2 then 1 compares 1 with 1.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&x).unwrap()).unwrap();
+    let run = &mut v["runs"][0];
+    run["levels"].as_array_mut().unwrap().reverse();
+    run["summary"]["levels"].as_array_mut().unwrap().reverse();
+    run["id"] = "reversed".into();
+    let z = dir.path().join("z.json");
+    std::fs::write(&z, v.to_string()).unwrap();
+    let screen = ok(&["compare", xs, z.to_str().unwrap(), "--force"]);
+    let sheet = screen.split("1 job:\n").nth(1).expect(&screen);
+    let done = sheet
+        .lines()
+        .find(|l| l.trim_start().starts_with("done"))
+        .unwrap();
+    let n: Vec<&str> = done.split_whitespace().collect();
+    assert_eq!(n[1], n[2], "1 job's done count on both sides: {done}");
+}
+
+#[test]
+fn rerun_treats_the_record_as_data_and_repeats_only_runs_and_sweeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.json");
+    one_run(dir.path(), WORKLOAD, x.to_str().unwrap());
+    let text = std::fs::read_to_string(&x).unwrap();
+    let edit = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        f(&mut v["runs"][0]);
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    // A stored trace path is never written again.
+    let victim = dir.path().join("victim.txt");
+    let evil = edit("evil.json", &|r| {
+        r["config"]["trace"] = victim.to_str().unwrap().into()
+    });
+    let screen = ok(&["rerun", evil.to_str().unwrap(), "--rounds", "3"]);
+    assert!(screen.contains("verdict: "), "{screen}");
+    assert!(!victim.exists(), "rerun wrote the stored trace path");
+    // Cold starts and sessions are repeated by their own verb, the command shell-quoted.
+    let cold = edit("cold.json", &|r| {
+        r["config"]["verb"] = "cold".into();
+        r["command"] = serde_json::json!(["tokfire", "cold", "--prompt", "a b"]);
+    });
+    fails(
+        &["rerun", cold.to_str().unwrap()],
+        &["cold starts", "tokfire cold --prompt 'a b'"],
+    );
+    let session = edit("session.json", &|r| r["config"]["verb"] = "session".into());
+    fails(&["rerun", session.to_str().unwrap()], &["a session"]);
+    // Stored values are validated as flags would be.
+    let hot = edit("hot.json", &|r| {
+        r["config"]["sampling"]["temperature"] = (-1.0).into()
+    });
+    fails(
+        &["rerun", hot.to_str().unwrap()],
+        &["stored configuration", "--temperature"],
+    );
+    let none = edit("none.json", &|r| {
+        r["config"]["jobs"] = serde_json::json!([])
+    });
+    fails(&["rerun", none.to_str().unwrap()], &["--jobs"]);
+    // An edited workload is refused, naming both hashes.
+    let wl = dir.path().join("tiny.toml");
+    std::fs::write(&wl, WORKLOAD.replace("count to three", "count to five")).unwrap();
+    fails(
+        &["rerun", x.to_str().unwrap()],
+        &["has changed", "restore the workload"],
+    );
+    assert_eq!(
+        read(&x).runs.len(),
+        1,
+        "nothing appended by a refused rerun"
+    );
+}
+
+#[test]
+fn ab_honours_format_and_exit_code_and_report_renders_the_pair_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let o = dir.path().join("ab.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        o.to_str().unwrap(),
+    );
+    let base = ["ab", "--aa", "--rounds", "3", "--threads", "1"];
+    let mut a = base.to_vec();
+    a.extend(args(m, wl, o));
+    a.extend(["--format", "json", "--exit-code"]);
+    // An A/A never claims keep, so --exit-code fails it, after printing and saving.
+    let stdout = fails_with(&a, 1, &["A/B verdict retest, not keep (--exit-code)"]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("--format json is JSON");
+    assert_eq!(doc["ab"]["verdict"]["decision"], "retest", "{doc}");
+    assert_eq!(doc["ab"]["vary"], "aa");
+    assert!(doc["a"]["summary"]["levels"].is_array(), "{doc}");
+    assert!(doc["b"]["summary"]["levels"].is_array(), "{doc}");
+    let file = read(std::path::Path::new(o));
+    assert_eq!(file.runs.len(), 2);
+    // report of the record: the pair in every format.
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["report", o, "--format", "json"])).unwrap();
+    assert_eq!(
+        json["ab"], doc["ab"],
+        "report --format json = what ab printed"
+    );
+    let md = ok(&["report", o, "--format", "md"]);
+    assert!(
+        md.contains("verdict: retest") && md.contains("**A**") && md.contains("**B**"),
+        "{md}"
+    );
+    let csv = ok(&["report", o, "--format", "csv"]);
+    assert_eq!(csv.lines().count(), 3, "header + arm A + arm B:\n{csv}");
+    assert!(
+        csv.contains(&file.runs[0].id) && csv.contains(&file.runs[1].id),
+        "{csv}"
+    );
+    let text = ok(&["report", o]);
+    assert!(text.contains("verdict: retest"), "{text}");
+    let html = dir.path().join("ab.html");
+    fails(
+        &["report", o, "--html", html.to_str().unwrap()],
+        &["one arm of an A/B"],
+    );
+    assert!(!html.exists());
+    // Flags ab cannot honour are refused before anything runs.
+    let mut a = base.to_vec();
+    a.extend(args(m, wl, o));
+    a.extend(["--trace", "t.json"]);
+    fails(&a, &["--trace", "tokfire run --trace"]);
+    assert_eq!(read(std::path::Path::new(o)).runs.len(), 2);
+}

@@ -10,6 +10,7 @@ mod support;
 use std::path::Path;
 
 use support::{args, read, tiny, tokfire, workload, WORKLOAD};
+use tokfire::kernels::Level;
 use tokfire::model::synthetic::{write_gguf, Spec};
 use tokfire::record::summary::summarize_run;
 use tokfire::record::RunStatus;
@@ -137,6 +138,79 @@ fn sigint_after_round_two_records_an_interrupted_run() {
     assert!(std::fs::read_to_string(out.with_extension("txt"))
         .unwrap()
         .contains("interrupted (SIGINT)"));
+    // Every rendering says so and counts the rounds the run has, not the rounds it asked for.
+    let o = out.to_str().unwrap();
+    let n = run.levels[0].rounds.len();
+    let said = format!("interrupted (SIGINT); measured rounds done: 2 jobs {n} of 200");
+    let text = ok(&["report", o]);
+    assert!(text.contains(&format!("status: {said}")), "{text}");
+    assert!(
+        text.contains(&format!("status:    {said}")),
+        "one-screen summary:\n{text}"
+    );
+    assert!(ok(&["report", o, "--format", "md"]).contains(&said));
+    let csv = ok(&["report", o, "--format", "csv"]);
+    let (head, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    let col = head
+        .split(',')
+        .position(|h| h == "status")
+        .expect("a status column");
+    assert_eq!(row.split(',').nth(col), Some("interrupted"), "{csv}");
+    let html = dir.path().join("r.html");
+    ok(&["report", o, "--html", html.to_str().unwrap()]);
+    assert!(std::fs::read_to_string(&html).unwrap().contains(&said));
+}
+
+#[test]
+fn configuration_errors_are_refused_before_anything_is_recorded_or_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let wl = workload(dir.path(), WORKLOAD);
+    let out = dir.path().join("r.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let refused = |a: &[&str], needle: &str| {
+        let res = tokfire().args(a).output().unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(1), "{a:?}: {err}");
+        assert!(err.contains(needle), "{a:?}: '{needle}' not in {err}");
+        assert_eq!(err.matches(needle).count(), 1, "said once: {err}");
+        assert!(!err.contains("start 1/"), "a start ran: {err}");
+        assert!(!out.exists(), "{a:?} wrote a record");
+    };
+    let mut flags: Vec<(&str, &str, &str)> = vec![("--threads", "100000", "per logical CPU")];
+    if !cfg!(feature = "cuda") {
+        flags.push(("--device", "cuda", "--features cuda"));
+    }
+    // A kernel level this CPU lacks (none on a CPU that has them all).
+    let missing = Level::ALL
+        .iter()
+        .find(|l| !l.available())
+        .map(|l| l.to_string());
+    if let Some(level) = missing.as_deref() {
+        flags.push(("--kernels", level, "this CPU does not support it"));
+    }
+    for (flag, value, needle) in flags {
+        for verb in [&["run"][..], &["sweep"], &["ab", "--aa"]] {
+            let mut a = verb.to_vec();
+            a.extend(args(m, wl, o));
+            a.extend([flag, value]);
+            refused(&a, needle);
+        }
+        refused(
+            &[
+                "cold", "--model", m, "--repeat", "1", "--out", o, flag, value,
+            ],
+            needle,
+        );
+        refused(
+            &["generate", "--model", m, "--prompt", "hi", flag, value],
+            needle,
+        );
+    }
 }
 
 #[test]
@@ -232,4 +306,95 @@ fn bad_input_to_report_is_a_clear_error() {
     );
     // A version-1 record still loads and renders, summary derived on reading.
     assert!(ok(&["report", f]).contains("verdict:"));
+}
+
+/// Busy-loop processes that die with the guard.
+struct Hogs(Vec<std::process::Child>);
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn a_cpu_hog_beside_a_run_flags_its_rounds_and_the_verdict_is_retest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let hogs = Hogs(
+        (0..n)
+            .map(|_| {
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    // Real weights, so a round lasts long enough for the OS counters' clock ticks.
+    let sheet = ok(&[
+        "run",
+        "--jobs",
+        "1",
+        "--threads",
+        "1",
+        "-n",
+        "16",
+        "--model",
+        "smollm2-135m-instruct-q4_1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    drop(hogs);
+    let run = &read(&out).runs[0];
+    let rounds = &run.levels[0].rounds;
+    let seen: Vec<_> = rounds.iter().filter_map(|r| r.sentinel.as_ref()).collect();
+    assert_eq!(
+        seen.len(),
+        rounds.len(),
+        "every round, warm-up included, has a reading"
+    );
+    if seen.iter().any(|s| s.other_cpu_s.is_none()) {
+        return; // no /proc/stat here: nothing to judge by
+    }
+    let s = run.summary.as_ref().unwrap();
+    let q = &s.levels[0].quiet;
+    assert!(q.mostly_disturbed(), "{q:?}: {seen:?}");
+    assert!(q.other_cores.unwrap() > 0.25, "{q:?}");
+    let v = &s.verdicts[0];
+    assert!(v.retest.is_some() && !v.comfortable, "{v:?}");
+    for want in [
+        "rounds disturbed",
+        "retest: ",
+        "run again on a quiet machine",
+        "machine:",
+    ] {
+        assert!(sheet.contains(want), "'{want}' not in:\n{sheet}");
+    }
+    let csv = ok(&["report", out.to_str().unwrap(), "--format", "csv"]);
+    let (head, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    let col = head
+        .split(',')
+        .position(|h| h == "disturbed_rounds")
+        .unwrap();
+    let d: f64 = row.split(',').nth(col).unwrap().parse().unwrap();
+    assert!(d >= 2.0, "{csv}");
+    let json = ok(&["report", out.to_str().unwrap(), "--format", "json"]);
+    assert!(json.contains("\"retest\""), "{json}");
+    let html = dir.path().join("r.html");
+    ok(&[
+        "report",
+        out.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("rounds disturbed") && page.contains("retest"),
+        "HTML says it"
+    );
 }

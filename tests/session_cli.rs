@@ -134,6 +134,75 @@ fn a_scripted_session_runs_every_step_in_order_with_its_clocks() {
     );
 }
 
+#[test]
+fn chat_steps_are_one_conversation_whose_context_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let body = r#"
+[[step]]
+chat = "hello there"
+system = "be brief"
+max_tokens = 4
+
+[[step]]
+raw = "once upon a time"
+max_tokens = 3
+
+[[step]]
+chat = "and then?"
+system = "be brief"
+max_tokens = 4
+
+[[step]]
+chat = "one more"
+system = "be brief"
+max_tokens = 4
+repeat = 2
+"#;
+    let s = script(dir.path(), &m, body);
+    let out = dir.path().join("r.json");
+    let res = tokfire()
+        .args(["session", s.to_str().unwrap(), "--threads", "1"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let sess = read(&out).runs.remove(0).session.unwrap();
+    let req: Vec<_> = sess
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKindTag::Request)
+        .collect();
+    let turns: Vec<Option<usize>> = req.iter().map(|s| s.earlier_turns).collect();
+    assert_eq!(
+        turns,
+        [Some(0), None, Some(1), Some(2), Some(2)],
+        "raw steps stay outside"
+    );
+    // Each chat turn carries the earlier questions and answers: its prompt is longer than the
+    // previous chat prompt plus that turn's answer.
+    let chats: Vec<_> = req.iter().filter(|s| s.earlier_turns.is_some()).collect();
+    for w in chats.windows(2).take(2) {
+        assert!(
+            w[1].prompt_tokens > w[0].prompt_tokens + w[0].output_tokens,
+            "{} then {} (+{} answered)",
+            w[0].prompt_tokens,
+            w[1].prompt_tokens,
+            w[0].output_tokens
+        );
+    }
+    assert_eq!(
+        chats[2].prompt_tokens, chats[3].prompt_tokens,
+        "a repeat asks the same turn"
+    );
+    assert!(stdout.contains("(chat turn 3)"), "{stdout}");
+}
+
 fn fails(dir: &Path, text: &str) -> String {
     let p = dir.join("bad.toml");
     std::fs::write(&p, text).unwrap();

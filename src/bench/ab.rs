@@ -17,7 +17,7 @@ use crate::error::ConfigError;
 use crate::error::EngineError;
 use crate::kernels;
 use crate::measure::energy::EnergyMeter;
-use crate::measure::{memory, sentinel};
+use crate::measure::memory;
 use crate::model::Loaded;
 use crate::record::ab::{Decision, Metric};
 use crate::record::arms::{self, AbArm, ArmRound, Judging};
@@ -143,7 +143,7 @@ pub fn help() -> String {
         .map(|k| format!("  {:<17} {}\n", k.name, k.help))
         .collect();
     format!(
-        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load (a warm load of the arm's model before each round), memory (peak RSS per round),\n  aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n  tokfire ab --vary prefix-cache=off,on --workload shared-prefix --expect ttft\n",
+        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load (a warm load of the arm's model before each round), memory (peak RSS per round),\n  aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary schedule=fifo,decode-first --format json --exit-code   # CI: 1 unless keep\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n  tokfire ab --vary prefix-cache=off,on --workload shared-prefix --expect ttft\n",
         VERDICT_HELP
     )
 }
@@ -505,11 +505,11 @@ fn one_round(
     let level = state.kernels.unwrap_or_else(kernels::detect);
     kernels::force_level(level).map_err(|e| BenchError::Engine(EngineError::Invalid(e)))?;
     memory::reset_peak();
-    let before = sentinel::Snapshot::take();
     let out = state
         .pool
         .install(|| measured_round(setup, setup_jobs(state), energy, progress))?;
-    let seen = before.until(&sentinel::Snapshot::take());
+    // One reading per round, the one the round record carries.
+    let seen = out.record.sentinel.clone();
     super::spec_setup::note_round(&mut state.record, &out);
     let level = &mut state.record.levels[0];
     level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
@@ -528,7 +528,7 @@ fn one_round(
             .rounds
             .push(ArmRound {
                 peak_rss_bytes: peak,
-                sentinel: Some(seen),
+                sentinel: seen,
                 load_s: None,
             });
     }

@@ -162,6 +162,7 @@ pub(crate) fn round_record(events: &[Event], start: Instant, done: &[TaskDone]) 
         steps,
         spec: super::spec_samples::spec_sample(events),
         timeline: super::timeline::timeline(events),
+        sentinel: None,
     }
 }
 

@@ -12,6 +12,7 @@ use crate::config::ModelConfig;
 use crate::engine::generate::{generate, GenerateParams};
 use crate::error::EngineError;
 use crate::measure::pagecache;
+use crate::model::chat::Message;
 use crate::model::{self, Loaded};
 use crate::record::io::RecordWriter;
 use crate::record::session::{is_cold, SessionRecord, StepKindTag, StepRecord};
@@ -50,9 +51,9 @@ pub fn run(
     };
     writer.save(&record)?;
     let start = Instant::now();
-    let mut loaded: Option<Loaded> = None;
+    let mut state = State::default();
     for (i, step) in plan.session.steps.iter().enumerate() {
-        let entries = run_step(plan, i, &step.kind, step.line, start, &mut loaded)?;
+        let entries = run_step(plan, i, &step.kind, step.line, start, &mut state)?;
         for e in entries {
             let s = record.session.as_mut().expect("set above; this is a bug");
             s.steps.push(e.clone());
@@ -65,6 +66,16 @@ pub fn run(
     Ok(record)
 }
 
+/// What carries from one step to the next: the model in memory and the conversation so far.
+#[derive(Default)]
+struct State {
+    loaded: Option<Loaded>,
+    /// Every earlier `chat` step's user message and answer, in order: each chat step is one
+    /// more turn of one conversation (across model swaps, as a person keeps talking), so its
+    /// prompt grows as a real chat's does. Raw and task steps stay outside it.
+    history: Vec<Message>,
+}
+
 /// The step's entries (one per repetition of a request).
 fn run_step(
     plan: &SessionPlan,
@@ -72,8 +83,9 @@ fn run_step(
     kind: &StepKind,
     line: usize,
     start: Instant,
-    loaded: &mut Option<Loaded>,
+    state: &mut State,
 ) -> Result<Vec<StepRecord>, BenchError> {
+    let loaded = &mut state.loaded;
     let at = || start.elapsed().as_secs_f64();
     match kind {
         StepKind::Load {
@@ -112,16 +124,49 @@ fn run_step(
             let l = loaded
                 .as_ref()
                 .expect("the first step loads a model (checked when parsing); this is a bug");
-            let mut out = Vec::with_capacity(*repeat);
+            let turn = (label == "chat").then(|| with_history(prompt, &state.history));
+            let mut out: Vec<StepRecord> = Vec::with_capacity(*repeat);
             for r in 0..*repeat {
                 let mut e = StepRecord::new(i, line, StepKindTag::Request, label.clone(), at());
                 e.repeat = r;
-                request(l, prompt, *max_tokens, plan, &mut e)?;
+                e.earlier_turns = turn.as_ref().map(|_| state.history.len() / 2);
+                request(
+                    l,
+                    turn.as_ref().unwrap_or(prompt),
+                    *max_tokens,
+                    plan,
+                    &mut e,
+                )?;
                 out.push(e);
+            }
+            // A repeated turn is the same question asked again; the conversation keeps it once.
+            if let (Prompt::Chat(msgs), Some(last)) = (prompt, out.last()) {
+                if turn.is_some() {
+                    let asked = msgs.iter().filter(|m| m.role != "system").cloned();
+                    state.history.extend(asked);
+                    state.history.push(Message::new("assistant", &last.output));
+                }
             }
             Ok(out)
         }
     }
+}
+
+/// A chat step's messages with the conversation so far before its own: its system message
+/// first, then the earlier turns, then its user message.
+fn with_history(prompt: &Prompt, history: &[Message]) -> Prompt {
+    let Prompt::Chat(msgs) = prompt else {
+        return prompt.clone();
+    };
+    let (system, rest): (Vec<&Message>, Vec<&Message>) =
+        msgs.iter().partition(|m| m.role == "system");
+    let all = system
+        .into_iter()
+        .cloned()
+        .chain(history.iter().cloned())
+        .chain(rest.into_iter().cloned())
+        .collect();
+    Prompt::Chat(all)
 }
 
 /// Evicts when asked, reads residency, loads and warms up; fills the load fields of `e`.

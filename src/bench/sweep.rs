@@ -243,7 +243,9 @@ pub(crate) fn measured_round(
 ) -> Result<RoundOutput, BenchError> {
     let disk = memory::disk_read_bytes();
     let e0 = energy.and_then(EnergyMeter::read_uj);
+    let seen = crate::measure::sentinel::Snapshot::take();
     let mut out = run_round(setup, jobs, progress)?;
+    out.record.sentinel = Some(seen.until(&crate::measure::sentinel::Snapshot::take()));
     out.record.disk_read_bytes = disk.zip(memory::disk_read_bytes()).map(|(a, b)| b - a);
     out.record.energy_j = match (energy, e0, energy.and_then(EnergyMeter::read_uj)) {
         (Some(m), Some(a), Some(b)) => Some(m.joules(a, b)),

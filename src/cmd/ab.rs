@@ -16,6 +16,15 @@ fn bad(flag: &str, value: &str, why: impl Into<String>) -> ConfigError {
 
 /// The two arms' configs and the plan, or the refusal.
 pub fn configs(args: &AbArgs) -> anyhow::Result<([RunConfig; 2], Plan, Vec<String>)> {
+    if let Some(path) = &args.bench.trace {
+        return Err(bad(
+            "--trace",
+            &path.display().to_string(),
+            "ab interleaves two arms in one process, so one trace would mix them; trace one arm \
+             with `tokfire run --trace FILE` and that arm's flags",
+        )
+        .into());
+    }
     let (base, warnings) = super::bench::config("ab", &args.bench, vec![args.jobs])?;
     if !(0.0..1.0).contains(&args.min_effect) {
         return Err(bad(
@@ -220,7 +229,12 @@ pub fn run(args: AbArgs) -> anyhow::Result<()> {
         },
     )?;
     let screen = report::ab::screen(&a, &b);
-    print!("{screen}");
+    print!("{}", report::ab::render(&a, &b, args.bench.format));
+    if args.bench.profile {
+        for arm in [&a, &b] {
+            print!("\n{}", report::profile::screen(arm));
+        }
+    }
     let writer = crate::record::io::RecordWriter::at(&out);
     let log = format!(
         "== {} · ab {} ==\n{screen}\n",
@@ -237,5 +251,15 @@ pub fn run(args: AbArgs) -> anyhow::Result<()> {
         b.id,
         out.with_extension("txt").display()
     );
-    Ok(())
+    let verdict = b.ab.as_ref().and_then(|x| x.verdict.as_ref());
+    match verdict {
+        Some(v) if args.bench.exit_code && v.decision != crate::record::ab::Decision::Keep => {
+            Err(ConfigError::NotKept {
+                decision: v.decision.to_string(),
+                reason: v.reason.clone(),
+            }
+            .into())
+        }
+        _ => Ok(()),
+    }
 }

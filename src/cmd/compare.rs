@@ -26,10 +26,11 @@ const IGNORED: &[&str] = &[
     "trace",
     "verb",
     "notes",
-    "jobs",
     "rounds",
     "warmup_rounds",
     "headroom",
+    "model.cache_dir",
+    "model.hf_cache_dir",
 ];
 
 /// Refusals (workload, model, settings) and the differences that are the point (build, machine).
@@ -64,11 +65,25 @@ pub fn check(old: &RunRecord, new: &RunRecord) -> (Vec<NotComparable>, Vec<Diffe
             ),
         });
     }
+    let (jo, jn) = (job_levels(old), job_levels(new));
+    if jo != jn {
+        refuse.push(NotComparable {
+            what: "job levels".into(),
+            detail: format!(
+                "{} in {} vs {} in {} (levels are matched by job count)",
+                jobs_list(&jo),
+                old.id,
+                jobs_list(&jn),
+                new.id
+            ),
+        });
+    }
     let settings: Vec<String> = differences(&old.config, &new.config)
         .into_iter()
         .filter(|d| {
             !IGNORED
                 .iter()
+                .chain(&["jobs"])
                 .any(|p| d.path == *p || d.path.starts_with(&format!("{p}.")))
         })
         .map(|d| d.to_string())
@@ -93,8 +108,24 @@ pub fn check(old: &RunRecord, new: &RunRecord) -> (Vec<NotComparable>, Vec<Diffe
     (refuse, point)
 }
 
-fn short(h: &str) -> &str {
-    &h[..h.len().min(12)]
+/// The job counts a run measured (its levels), ascending.
+fn job_levels(run: &RunRecord) -> Vec<usize> {
+    let mut jobs: Vec<usize> = run.summary().levels.iter().map(|l| l.jobs).collect();
+    jobs.sort_unstable();
+    jobs
+}
+
+fn jobs_list(jobs: &[usize]) -> String {
+    if jobs.is_empty() {
+        return "no measured level".into();
+    }
+    let j: Vec<String> = jobs.iter().map(usize::to_string).collect();
+    format!("jobs {}", j.join(","))
+}
+
+/// The first 12 characters of a hash (by character: a record is hostile input).
+fn short(h: &str) -> String {
+    h.chars().take(12).collect()
 }
 
 /// The comparison screen of `new` against `old`; errors when not comparable and not forced.
@@ -139,18 +170,30 @@ pub fn render(
             out += &format!("  {d}\n");
         }
     }
+    for (side, run) in [("old", old), ("new", new)] {
+        let line = report::summary::machine_line(&run.summary())
+            .unwrap_or_else(|| "n/a (no sentinel readings in this record)".into());
+        out += &format!("{side} machine: {line}\n");
+    }
     out += &report::ab::side_by_side(&old.summary().levels, &new.summary().levels);
-    let v = arms::verdict(
-        old,
-        new,
-        &Judging {
-            expect,
-            min_effect,
-            drift_allowed: None,
-            seed: old.config.sampling.seed,
-        },
-    );
-    out += &report::ab::verdict_block(old, new, &v);
+    let judging = Judging {
+        expect,
+        min_effect,
+        drift_allowed: None,
+        seed: old.config.sampling.seed,
+    };
+    let common: Vec<usize> = job_levels(old)
+        .into_iter()
+        .filter(|j| job_levels(new).contains(j))
+        .collect();
+    if common.is_empty() {
+        out += "verdict: none — the two runs share no measured job level\n";
+    }
+    for jobs in common {
+        let v = arms::verdict_at(old, new, &judging, jobs);
+        out += &format!("at {}:\n", report::plural(jobs, "job"));
+        out += &report::ab::verdict_block(old, new, &v);
+    }
     Ok(out)
 }
 

@@ -35,8 +35,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// The process exit code for an error: 2 for a verb that is not built yet, 130 for a run
-/// stopped by a signal (as shells report Ctrl-C), else 1.
+/// The process exit code for an error: 130 for a run stopped by a signal (as shells report
+/// Ctrl-C), else 1.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     use crate::bench::error::BenchError;
     if let Some(BenchError::Interrupted { .. } | BenchError::StartsInterrupted { .. }) =
@@ -44,10 +44,7 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
     {
         return 130;
     }
-    match err.downcast_ref::<ConfigError>() {
-        Some(ConfigError::NotYetAvailable { .. }) => 2,
-        _ => 1,
-    }
+    1
 }
 
 /// Validates model arguments into a [`ModelConfig`].
@@ -55,6 +52,7 @@ pub(crate) fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError>
     let mut cfg = base_config(&args.model, args.cache_dir.clone());
     cfg.dtype = args.dtype;
     cfg.device = DeviceSpec::parse(&args.device)?;
+    cfg.device.check_built()?;
     cfg.chat_template = args.chat_template.clone();
     cfg.load = args.load;
     Ok(cfg)

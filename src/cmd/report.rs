@@ -10,13 +10,14 @@ use crate::report::text;
 pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     let file = io::read(&args.record)?;
     let runs = io::select(&args.record, &file, args.run.as_deref(), args.all)?;
+    let items = items(&file.runs, &runs);
     let out = match args.format {
-        // One CSV header over the rows of every run selected.
+        // One CSV header over the rows of every run selected (both arms of an A/B pair).
         Format::Csv => {
             // Cold starts and sessions have rows of their own (a start, a step), with a header each.
-            let (cold, bench): (Vec<&crate::record::RunRecord>, Vec<_>) = runs
+            let (cold, bench): (Vec<&RunRecord>, Vec<&RunRecord>) = items
                 .iter()
-                .copied()
+                .flat_map(Item::runs)
                 .partition(|r| r.cold.is_some() || r.session.is_some());
             let rows: String = bench
                 .iter()
@@ -30,44 +31,66 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
             }
         }
         Format::Json | Format::JsonFull if args.all => {
-            let all: Vec<String> = runs
+            let all: Vec<String> = items
                 .iter()
-                .map(|r| match args.format {
-                    Format::Json => text::json_summary(r, &r.summary()),
-                    _ => serde_json::to_string_pretty(r).expect("records serialize; this is a bug"),
-                })
+                .map(|i| i.render(args.format).trim_end().to_string())
                 .collect();
             text::json_array(&all)
         }
-        Format::Text => text_screens(&file.runs, &runs),
-        format => runs
+        format => items
             .iter()
-            .map(|r| text::render(r, format))
+            .map(|i| i.render(format))
             .collect::<Vec<_>>()
             .join("\n"),
     };
     print!("{out}");
     if args.profile {
-        for r in runs.iter().filter(|r| r.cold.is_none()) {
+        for r in runs
+            .iter()
+            .filter(|r| r.cold.is_none() && r.session.is_none())
+        {
             print!("\n{}", crate::report::profile::screen(r));
         }
     }
     if let Some(path) = &args.html {
-        let page = html_page(runs.last().expect("select returns at least one run"));
+        let run = runs.last().expect("select returns at least one run");
+        let page = html_page(run)?;
         write_file(path, &page)?;
         eprintln!("HTML report written to {}", path.display());
     }
     Ok(())
 }
 
-/// Each selected run as its verb printed it: an A/B arm as the A/B screen of its pair (once per
-/// pair, with the verdict and the noise sentinel), any other run as its sheet.
-fn text_screens(all: &[RunRecord], selected: &[&RunRecord]) -> String {
+/// What one selected run renders as: an A/B arm as its pair (once per pair), any other run as
+/// itself.
+enum Item<'a> {
+    Pair(&'a RunRecord, &'a RunRecord),
+    Run(&'a RunRecord),
+}
+
+impl<'a> Item<'a> {
+    fn runs(&self) -> Vec<&'a RunRecord> {
+        match *self {
+            Item::Pair(a, b) => vec![a, b],
+            Item::Run(r) => vec![r],
+        }
+    }
+
+    fn render(&self, format: Format) -> String {
+        match *self {
+            Item::Pair(a, b) => crate::report::ab::render(a, b, format),
+            Item::Run(r) => text::render(r, format),
+        }
+    }
+}
+
+/// The selected runs as items: an A/B arm becomes its pair when the file holds both arms.
+fn items<'a>(all: &'a [RunRecord], selected: &[&'a RunRecord]) -> Vec<Item<'a>> {
     let mut shown: Vec<&str> = Vec::new();
     let mut out = Vec::new();
-    for run in selected {
+    for &run in selected {
         let Some(ab) = &run.ab else {
-            out.push(text::render(run, Format::Text));
+            out.push(Item::Run(run));
             continue;
         };
         if shown.contains(&ab.pair.as_str()) {
@@ -82,24 +105,41 @@ fn text_screens(all: &[RunRecord], selected: &[&RunRecord]) -> String {
         match (arm("A"), arm("B")) {
             (Some(a), Some(b)) => {
                 shown.push(&ab.pair);
-                out.push(crate::report::ab::screen(a, b));
+                out.push(Item::Pair(a, b));
             }
-            _ => out.push(text::render(run, Format::Text)),
+            _ => out.push(Item::Run(run)),
         }
     }
-    out.join("\n")
+    out
 }
 
-fn html_page(run: &crate::record::RunRecord) -> String {
+/// The HTML page of a `run`/`sweep` record; other kinds are refused by name rather than written
+/// as an empty page.
+fn html_page(run: &RunRecord) -> anyhow::Result<String> {
+    let kind = if run.cold.is_some() {
+        Some("cold starts")
+    } else if run.session.is_some() {
+        Some("a session")
+    } else if run.ab.is_some() {
+        Some("one arm of an A/B (a page of one arm would hide the other and the verdict)")
+    } else {
+        None
+    };
+    if let Some(kind) = kind {
+        anyhow::bail!(
+            "--html: run {} is {kind}, which has no HTML page yet; use --format text, md, csv or json",
+            run.id
+        );
+    }
     let d = run.summary();
     let (headers, rows) = text::sheet_cells(&d.levels);
     let mut verdict = text::verdict_lines(run, &d);
     verdict.push(format!("overall: {}", d.verdict.line));
-    crate::report::html::page(
+    Ok(crate::report::html::page(
         run,
         &crate::report::html::SheetTable { headers, rows },
         &verdict,
-    )
+    ))
 }
 
 fn write_file(path: &std::path::Path, text: &str) -> anyhow::Result<()> {

@@ -1,27 +1,22 @@
-//! `tokfire rerun RECORD`: runs the exact configuration stored in a run again on this build and
-//! machine, appends the new run to the same record and compares it with the stored one.
+//! `tokfire rerun RECORD`: runs the configuration stored in a `run`/`sweep` record again on this
+//! build and machine, appends the new run to the same record and compares it with the stored one.
+//! A record is data, not authority: the stored configuration is validated like a command line,
+//! the only file written is the record itself (a stored `--trace` path is dropped), and record
+//! kinds that are not a `run`/`sweep` (an A/B arm, cold starts, a session) are refused with the
+//! command that repeats them as their own verb.
 
 use crate::bench::progress::Progress;
 use crate::bench::sweep::Hooks;
 use crate::cli::RerunArgs;
+use crate::config::run::RunConfig;
 use crate::record::io;
 use crate::record::RunRecord;
+use crate::report::summary::command_line;
 
 pub fn run(args: RerunArgs) -> anyhow::Result<()> {
     let file = io::read(&args.record)?;
     let old = io::select(&args.record, &file, args.run.as_deref(), false)?[0].clone();
-    anyhow::ensure!(
-        old.ab.is_none(),
-        "{}: run {} is one arm of an A/B; rerun the A/B with its command: {}",
-        args.record.display(),
-        old.id,
-        old.command.join(" ")
-    );
-    let mut cfg = old.config.clone();
-    cfg.out = args.record.clone();
-    if !args.note.is_empty() {
-        cfg.notes = args.note.clone();
-    }
+    let cfg = config(&args, &old)?;
     let command: Vec<String> = std::env::args().collect();
     let stop = super::bench::stop_on_signals()?;
     let mut progress = Progress::stderr();
@@ -58,4 +53,74 @@ pub fn run(args: RerunArgs) -> anyhow::Result<()> {
         new.id
     );
     Ok(())
+}
+
+/// The stored run's configuration, checked as if typed again: refused for record kinds `rerun`
+/// cannot repeat, validated, writing only to the record given.
+fn config(args: &RerunArgs, old: &RunRecord) -> anyhow::Result<RunConfig> {
+    let path = args.record.display();
+    let as_own_verb = |kind: &str| {
+        anyhow::anyhow!(
+            "{path}: run {} is {kind}; rerun repeats `run` and `sweep` records only. Repeat it \
+             with its own command: {}",
+            old.id,
+            command_line(&old.command)
+        )
+    };
+    if old.ab.is_some() {
+        return Err(as_own_verb("one arm of an A/B"));
+    }
+    if old.cold.is_some() || old.config.verb == "cold" {
+        return Err(as_own_verb("a set of cold starts (`tokfire cold`)"));
+    }
+    if old.session.is_some() || old.config.verb == "session" {
+        return Err(as_own_verb("a session (`tokfire session`)"));
+    }
+    anyhow::ensure!(
+        matches!(old.config.verb.as_str(), "run" | "sweep"),
+        "{path}: run {} was written by `tokfire {}`, which rerun cannot repeat",
+        old.id,
+        old.config.verb
+    );
+    let mut cfg = old.config.clone();
+    cfg.out = args.record.clone();
+    // Only `--out` is written: a stored trace path would let a shared record write anywhere.
+    cfg.trace = None;
+    // Models are fetched into this machine's caches, never into a path the record names.
+    cfg.model.cache_dir = std::env::var_os("TOKFIRE_CACHE")
+        .filter(|v| !v.is_empty())
+        .map_or_else(crate::config::default_cache_dir, Into::into);
+    cfg.model.hf_cache_dir = crate::config::default_hf_cache_dir();
+    if let Some(n) = args.rounds {
+        cfg.rounds = n;
+    }
+    if !args.note.is_empty() {
+        cfg.notes = args.note.clone();
+    }
+    cfg.model.device.check_built()?;
+    crate::config::RuntimeConfig::parse(
+        cfg.runtime.threads,
+        &cfg.runtime.kernels.map_or("auto".into(), |k| k.to_string()),
+    )?;
+    cfg.think.validate()?;
+    let now = crate::workload::load(&cfg.workload)?;
+    anyhow::ensure!(
+        now.hash == old.workload.hash,
+        "{path}: workload {} has changed since run {} (hash {} then, {} now): a rerun would \
+         blame the build for the edit; restore the workload, or run `tokfire sweep` afresh",
+        cfg.workload,
+        old.id,
+        old.workload.hash.chars().take(12).collect::<String>(),
+        now.hash.chars().take(12).collect::<String>()
+    );
+    let warnings = cfg.validate(true).map_err(|e| {
+        anyhow::anyhow!(
+            "{path}: the stored configuration of run {} is refused: {e}",
+            old.id
+        )
+    })?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(cfg)
 }

@@ -76,6 +76,7 @@ fn plan(args: &SessionArgs) -> anyhow::Result<SessionPlan> {
     let s = crate::workload::session::parse(&text, &source)?;
     let mut model = super::base_config("", args.cache_dir.clone());
     model.device = DeviceSpec::parse(&args.device)?;
+    model.device.check_built()?;
     model.load = args.load;
     // Every model the script loads is found (or fetched) before the first step runs.
     for step in &s.steps {

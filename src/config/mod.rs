@@ -57,6 +57,25 @@ impl DeviceSpec {
         }
     }
 
+    /// Refuses a device this build cannot open at all (its cargo feature is missing), so the
+    /// error comes before anything is recorded, evicted or started.
+    pub(crate) fn check_built(&self) -> Result<(), ConfigError> {
+        let missing = |device: &str, feature: &str| ConfigError::FeatureMissing {
+            device: device.into(),
+            feature: feature.into(),
+        };
+        match self {
+            Self::Cpu => Ok(()),
+            Self::Cuda(_) if !candle_core::utils::cuda_is_available() => {
+                Err(missing("cuda", "cuda"))
+            }
+            Self::Metal if !candle_core::utils::metal_is_available() => {
+                Err(missing("metal", "metal"))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Opens the device, or says which cargo feature this build lacks.
     pub(crate) fn open(&self) -> Result<Device, ConfigError> {
         let missing = |device: &str, feature: &str| ConfigError::FeatureMissing {
@@ -95,6 +114,9 @@ impl std::fmt::Display for DeviceSpec {
     }
 }
 
+/// `--threads` beyond this many per logical CPU is refused.
+const MAX_THREADS_PER_CORE: usize = 8;
+
 /// How the CPU computes: thread count and kernel level (the same for every level of a run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RuntimeConfig {
@@ -111,6 +133,14 @@ impl RuntimeConfig {
             let why = "must be at least 1 (leave it out for all cores)";
             return Err(ConfigError::flag("--threads", "0", why));
         }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if let Some(n) = threads.filter(|n| *n > MAX_THREADS_PER_CORE * cores) {
+            let why = format!(
+                "at most {MAX_THREADS_PER_CORE} per logical CPU ({} here); more only measures the OS scheduler",
+                MAX_THREADS_PER_CORE * cores
+            );
+            return Err(ConfigError::flag("--threads", n.to_string(), why));
+        }
         let kernels = match kernels {
             "auto" => None,
             s => Some(
@@ -118,6 +148,13 @@ impl RuntimeConfig {
                     .map_err(|e| ConfigError::flag("--kernels", s, e))?,
             ),
         };
+        if let Some(level) = kernels.filter(|l| !l.available()) {
+            let why = format!(
+                "this CPU does not support it (best available: {}); pick that or leave --kernels auto",
+                kernels::detect()
+            );
+            return Err(ConfigError::flag("--kernels", level.to_string(), why));
+        }
         Ok(Self { threads, kernels })
     }
 

@@ -1,6 +1,7 @@
 //! Measuring: statistics over raw samples, process memory and disk counters, page-cache state of
 //! model files, energy counters where readable, and provenance (build and machine).
 
+pub mod changepoint;
 pub(crate) mod clocks;
 pub(crate) mod energy;
 pub(crate) mod memory;

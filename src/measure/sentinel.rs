@@ -8,7 +8,8 @@
 //! the hottest thermal zone; this process's CPU time per thread (`/proc/self/task/*/stat`) — how
 //! many cores were actually busy — and its voluntary and involuntary context switches. A round
 //! is *disturbed* when other work took more than [`OTHER_CORES_MAX`] of a core on average or
-//! steal exceeded [`STEAL_MAX`] of the wall time.
+//! steal exceeded [`STEAL_MAX`] of the wall time; a round shorter than [`MIN_JUDGED_WALL_S`] is
+//! not judged.
 
 use std::fs;
 use std::path::Path;
@@ -20,6 +21,9 @@ use serde::{Deserialize, Serialize};
 pub const OTHER_CORES_MAX: f64 = 0.25;
 /// Steal time as a fraction of wall time above which a round counts as disturbed.
 pub const STEAL_MAX: f64 = 0.05;
+/// Rounds shorter than this are not judged: the OS counts CPU time in clock ticks (10 ms on
+/// most Linux systems), too coarse for a shorter window.
+pub const MIN_JUDGED_WALL_S: f64 = 0.25;
 /// A thread counts as busy when its CPU time is at least this fraction of the wall time.
 pub const BUSY_THREAD: f64 = 0.1;
 
@@ -198,7 +202,7 @@ impl Snapshot {
 
 /// Disturbed or not, and why.
 pub fn judge(wall: f64, other_s: Option<f64>, steal_s: Option<f64>) -> (bool, Option<String>) {
-    if wall <= 0.0 {
+    if wall < MIN_JUDGED_WALL_S {
         return (false, None);
     }
     let mut why = Vec::new();
@@ -238,6 +242,7 @@ mod tests {
     #[test]
     fn flags_other_work_and_steal() {
         assert!(!judge(10.0, Some(1.0), Some(0.0)).0);
+        assert!(!judge(0.1, Some(1.0), Some(0.0)).0, "too short to judge");
         let (d, why) = judge(10.0, Some(5.0), Some(1.0));
         assert!(d);
         let why = why.unwrap();

@@ -245,7 +245,9 @@ pub fn pct(x: f64) -> String {
 
 fn pct_bare(x: f64) -> String {
     let v = x * 100.0;
-    if v < 0.0 {
+    if format!("{:.1}", v.abs()) == "0.0" {
+        "0.0".into()
+    } else if v < 0.0 {
         format!("\u{2212}{:.1}", -v)
     } else {
         format!("+{v:.1}")

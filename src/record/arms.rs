@@ -51,10 +51,27 @@ pub struct ArmRound {
 
 /// The verdict's figures of every measured round of the run's first level.
 pub fn round_figures(run: &RunRecord) -> Vec<RoundFigures> {
-    let Some(level) = run.levels.first() else {
-        return Vec::new();
+    run.levels
+        .first()
+        .map_or_else(Vec::new, |l| level_figures(run, l))
+}
+
+/// The verdict's figures of every measured round of the run's level at `jobs` (none when the
+/// run has no such level).
+pub fn round_figures_at(run: &RunRecord, jobs: usize) -> Vec<RoundFigures> {
+    run.levels
+        .iter()
+        .find(|l| l.jobs == jobs)
+        .map_or_else(Vec::new, |l| level_figures(run, l))
+}
+
+fn level_figures(run: &RunRecord, level: &LevelRecord) -> Vec<RoundFigures> {
+    // An A/B arm's per-round extras belong to its first (only) level.
+    let first = run.levels.first().is_some_and(|f| std::ptr::eq(f, level));
+    let extra = match (&run.ab, first) {
+        (Some(a), true) => a.rounds.as_slice(),
+        _ => &[],
     };
-    let extra = run.ab.as_ref().map(|a| a.rounds.as_slice()).unwrap_or(&[]);
     level
         .rounds
         .iter()
@@ -79,6 +96,7 @@ pub fn round_figures(run: &RunRecord) -> Vec<RoundFigures> {
                 aggregate_tok_s: s.aggregate_tok_s,
                 disturbed: x
                     .and_then(|x| x.sentinel.as_ref())
+                    .or(r.sentinel.as_ref())
                     .is_some_and(|s| s.disturbed),
             }
         })
@@ -156,9 +174,29 @@ pub struct Judging {
     pub seed: u64,
 }
 
-/// The A/B verdict of run `b` against run `a`.
+/// The A/B verdict of run `b` against run `a` (their first levels).
 pub fn verdict(a: &RunRecord, b: &RunRecord, j: &Judging) -> Verdict {
-    let (fa, fb) = (round_figures(a), round_figures(b));
+    judge(a, b, j, round_figures(a), round_figures(b))
+}
+
+/// The verdict of run `b` against run `a` at their levels of `jobs` concurrent jobs.
+pub fn verdict_at(a: &RunRecord, b: &RunRecord, j: &Judging, jobs: usize) -> Verdict {
+    judge(
+        a,
+        b,
+        j,
+        round_figures_at(a, jobs),
+        round_figures_at(b, jobs),
+    )
+}
+
+fn judge(
+    a: &RunRecord,
+    b: &RunRecord,
+    j: &Judging,
+    fa: Vec<RoundFigures>,
+    fb: Vec<RoundFigures>,
+) -> Verdict {
     let tasks = task_changes(a, b);
     ab::judge(&ab::Input {
         expect: j.expect,

@@ -12,8 +12,10 @@ pub mod diff;
 pub(crate) mod io;
 pub mod prefix;
 pub mod profile;
+pub mod quiet;
 pub mod session;
 pub mod spec;
+pub mod steady;
 pub mod summary;
 pub(crate) mod verdict;
 
@@ -57,6 +59,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// One word: `running`, `complete`, `failed` or `interrupted`.
+    pub(crate) fn short(&self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Complete => "complete",
+            Self::Failed { .. } => "failed",
+            Self::Interrupted { .. } => "interrupted",
+        }
+    }
+
     /// `running`, `complete`, `failed: …`, `interrupted (SIGINT)`.
     pub(crate) fn label(&self) -> String {
         match self {
@@ -164,7 +176,7 @@ pub struct LevelRecord {
 }
 
 /// One round: every job ran the whole workload once.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RoundRecord {
     /// 0-based, counting warm-up rounds.
     pub index: usize,
@@ -187,6 +199,10 @@ pub struct RoundRecord {
     /// The scheduler's side of every step, aligned with `steps` (absent in older records).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<profile::PlanRow>,
+    /// What else the machine did during the round, from the OS's own counters (absent in
+    /// records written before every round carried it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sentinel: Option<crate::measure::sentinel::RoundSentinel>,
 }
 
 /// One engine step as the scheduler planned it.

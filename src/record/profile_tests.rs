@@ -115,6 +115,7 @@ fn level_figures_sum_the_timeline() {
         steps: steps.clone(),
         spec: Default::default(),
         timeline,
+        sentinel: None,
     };
     let cfg = SchedulerConfig {
         max_seqs: 3,

@@ -69,6 +69,10 @@ pub struct StepRecord {
     pub prompt_tokens: usize,
     #[serde(default)]
     pub output_tokens: usize,
+    /// `chat` requests: the earlier turns of the conversation its prompt carried (none for raw
+    /// and task requests, and in records written before sessions kept the conversation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_turns: Option<usize>,
     /// Idle steps: the gap in the script, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_script_s: Option<f64>,
@@ -105,6 +109,7 @@ impl StepRecord {
             completion_s: None,
             prompt_tokens: 0,
             output_tokens: 0,
+            earlier_turns: None,
             idle_script_s: None,
             idle_s: None,
             output: String::new(),

@@ -77,6 +77,12 @@ pub struct LevelSummary {
     /// round; median over (job, round), tokens/s.
     #[serde(default)]
     pub job_busy_tok_s_median: Option<f64>,
+    /// Whether the machine was quiet: the noise sentinel's figures over the measured rounds.
+    #[serde(default, flatten)]
+    pub quiet: super::quiet::QuietFigures,
+    /// Whether the decode steps reached a steady state, and from which step.
+    #[serde(default, flatten)]
+    pub steady: super::steady::SteadyFigures,
 }
 
 fn measured(level: &LevelRecord) -> impl Iterator<Item = &RoundRecord> {
@@ -188,6 +194,8 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
                 .flat_map(|r| job_busy_rates(r).into_values())
                 .collect::<Vec<_>>(),
         ),
+        quiet: super::quiet::QuietFigures::of(rounds.iter().copied()),
+        steady: super::steady::SteadyFigures::of(rounds.iter().copied()),
     }
 }
 
@@ -264,6 +272,8 @@ impl LevelSummary {
             profile: Default::default(),
             prefix: Default::default(),
             job_busy_tok_s_median: None,
+            quiet: Default::default(),
+            steady: Default::default(),
         }
     }
 }
@@ -405,6 +415,7 @@ mod tests {
             steps: vec![step(2, 2), step(2, 2), step(1, 1), step(2, 1), prefill],
             spec: Default::default(),
             timeline: vec![],
+            sentinel: None,
         };
         let mut warm = round.clone();
         warm.warmup = true;

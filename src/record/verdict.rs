@@ -136,6 +136,10 @@ pub struct LevelVerdict {
     /// Smallest margin over the checks (none without checks or measurements).
     pub tightest_margin: Option<f64>,
     pub checks: Vec<Check>,
+    /// Why the level's speed cannot be judged: most of its rounds were disturbed (the
+    /// sentinel's rule, [`super::quiet`]). Speed then neither passes nor fails: retest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retest: Option<String>,
 }
 
 impl LevelVerdict {
@@ -148,8 +152,17 @@ impl LevelVerdict {
             .collect()
     }
 
-    /// `comfortable`, `comfortable, no headroom (…)` or `not comfortable: …`.
+    /// `comfortable`, `comfortable, no headroom (…)`, `not comfortable: …` or `retest: …`.
     pub(crate) fn label(&self) -> String {
+        if let Some(why) = &self.retest {
+            let quality = self.failures(Aspect::Quality);
+            let q = if quality.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", quality.join("; "))
+            };
+            return format!("retest: {why}; run again on a quiet machine{q}");
+        }
         if !self.comfortable {
             let mut bad = self.failures(Aspect::Speed);
             bad.extend(self.failures(Aspect::Quality));
@@ -211,7 +224,12 @@ pub(crate) fn judge(s: &LevelSummary, c: &Criteria, headroom: f64) -> LevelVerdi
         ));
     }
     let ok = |a: Aspect| checks.iter().filter(|c| c.aspect == a).all(|c| c.pass);
-    let (speed_ok, quality_ok) = (ok(Aspect::Speed), ok(Aspect::Quality));
+    let retest = s
+        .quiet
+        .mostly_disturbed()
+        .then(|| s.quiet.disturbed_line())
+        .flatten();
+    let (speed_ok, quality_ok) = (ok(Aspect::Speed) && retest.is_none(), ok(Aspect::Quality));
     let tightest_margin = checks
         .iter()
         .filter_map(|c| c.margin)
@@ -225,6 +243,7 @@ pub(crate) fn judge(s: &LevelSummary, c: &Criteria, headroom: f64) -> LevelVerdi
         headroom_ok: comfortable && tightest_margin.is_none_or(|m| m >= headroom),
         tightest_margin,
         checks,
+        retest,
     }
 }
 
@@ -302,8 +321,14 @@ fn aspect_line(
     aspect: Aspect,
     ok: fn(&LevelVerdict) -> bool,
 ) -> String {
+    let retest = |v: &LevelVerdict| aspect == Aspect::Speed && v.retest.is_some();
     let good: Vec<usize> = sorted.iter().filter(|v| ok(v)).map(|v| v.jobs).collect();
-    let bad: Vec<&&LevelVerdict> = sorted.iter().filter(|v| !ok(v)).collect();
+    let bad: Vec<&&LevelVerdict> = sorted.iter().filter(|v| !ok(v) && !retest(v)).collect();
+    let again: Vec<usize> = sorted
+        .iter()
+        .filter(|v| retest(v))
+        .map(|v| v.jobs)
+        .collect();
     let list = |jobs: &[usize]| {
         let parts: Vec<String> = jobs.iter().map(|j| j.to_string()).collect();
         let n = jobs.last().copied().unwrap_or(0);
@@ -331,14 +356,31 @@ fn aspect_line(
     if !judged {
         return format!("{name}: no criterion declared");
     }
-    match (good.is_empty(), first_bad) {
-        (_, None) => format!(
+    let retest_part = (!again.is_empty()).then(|| {
+        format!(
+            "retest at {} (most rounds disturbed by other work)",
+            list(&again)
+        )
+    });
+    let line = match (good.is_empty(), first_bad) {
+        (true, None) => None,
+        (_, None) if again.is_empty() => Some(format!(
             "{name} comfortable at every level (up to {} job{})",
             good[good.len() - 1],
             plural(good[good.len() - 1])
-        ),
-        (true, Some(b)) => format!("{name} not comfortable at any level; {b}"),
-        (false, Some(b)) => format!("{name} comfortable at {}; {b}", list(&good)),
+        )),
+        (_, None) => Some(format!("{name} comfortable at {}", list(&good))),
+        (true, Some(b)) if again.is_empty() => {
+            Some(format!("{name} not comfortable at any level; {b}"))
+        }
+        (true, Some(b)) => Some(format!("{name} not comfortable; {b}")),
+        (false, Some(b)) => Some(format!("{name} comfortable at {}; {b}", list(&good))),
+    };
+    match (line, retest_part) {
+        (Some(l), None) => l,
+        (Some(l), Some(r)) => format!("{l}; {r}"),
+        (None, Some(r)) => format!("{name}: {r}"),
+        (None, None) => format!("{name}: no levels measured"),
     }
 }
 

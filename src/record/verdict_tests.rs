@@ -162,3 +162,47 @@ fn all_comfortable_and_the_highest_gates() {
     assert!(r.comfortable_at_highest);
     assert_eq!(overall(&[], false).line, "no levels measured");
 }
+
+#[test]
+fn a_mostly_disturbed_level_is_retest_not_comfortable_and_quiet_ones_are_judged() {
+    use crate::record::quiet::QuietFigures;
+    let quiet = |d: u64| QuietFigures {
+        disturbed_rounds: Some(d),
+        sentinel_rounds: 3,
+        other_cores: Some(if d > 0 { 1.3 } else { 0.01 }),
+        ..Default::default()
+    };
+    let calm = LevelSummary {
+        quiet: quiet(1),
+        ..summary(1)
+    };
+    let busy = LevelSummary {
+        quiet: quiet(2),
+        ..summary(2)
+    };
+    let (a, b) = (judge0(&calm), judge0(&busy));
+    assert!(
+        a.comfortable && a.retest.is_none(),
+        "1 of 3 disturbed is judged"
+    );
+    assert!(!b.comfortable && !b.speed_ok && b.quality_ok, "{b:?}");
+    assert!(
+        b.label()
+            .starts_with("retest: 2 of 3 rounds disturbed: other processes kept 1.30"),
+        "{}",
+        b.label()
+    );
+    let run = overall(&[a, b], false);
+    assert!(
+        !run.comfortable_at_highest,
+        "--exit-code must not pass a retest"
+    );
+    assert_eq!(run.comfortable_up_to_jobs, Some(1));
+    assert!(
+        run.line.starts_with(
+            "speed comfortable at 1 job; retest at 2 jobs (most rounds disturbed by other work)"
+        ),
+        "{}",
+        run.line
+    );
+}

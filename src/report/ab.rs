@@ -46,7 +46,19 @@ pub fn verdict_block(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
     }
     let _ = writeln!(out, "verdict: {} — {}", v.decision, v.reason);
     if let Some(n) = v.more_rounds {
-        let _ = writeln!(out, "  (--until-decided {n} would add them)");
+        // Name a flag the verb that shows this accepts: `ab` adds rounds itself, `compare` and
+        // `rerun` need runs with more measured rounds.
+        if b.ab.is_some() {
+            let _ = writeln!(out, "  (--until-decided {n} would add them)");
+        } else {
+            let have = v.effect.as_ref().map_or(0, |e| e.n_a.min(e.n_b));
+            let _ = writeln!(
+                out,
+                "  (runs of {} measured rounds would likely settle it: tokfire rerun RECORD --rounds {})",
+                have + n,
+                have + n
+            );
+        }
     }
     let moved: Vec<String> = v.also_moved.iter().map(Effect::label).collect();
     let _ = writeln!(
@@ -188,15 +200,30 @@ pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
     out
 }
 
-/// Two runs' sheets side by side: per level, each figure old → new and the ratio.
+/// Two runs' sheets side by side: per job count both runs measured, each figure old → new and
+/// the ratio (levels are matched by job count, never by position); a level only one run has is
+/// named, not compared.
 pub fn side_by_side(old: &[LevelSummary], new: &[LevelSummary]) -> String {
     let mut out = String::new();
-    let cols: Vec<_> = super::columns::COLUMNS
+    let both: Vec<LevelSummary> = old.iter().chain(new).cloned().collect();
+    let cols = super::columns::sheet(&both);
+    for (side, this, other) in [("old", old, new), ("new", new, old)] {
+        for l in this
+            .iter()
+            .filter(|l| !other.iter().any(|o| o.jobs == l.jobs))
+        {
+            let _ = writeln!(
+                out,
+                "{}: only the {side} run measured it (not compared)",
+                super::plural(l.jobs, "job")
+            );
+        }
+    }
+    let pairs = old
         .iter()
-        .filter(|c| c.in_sheet)
-        .collect();
-    for (o, n) in old.iter().zip(new) {
-        let _ = writeln!(out, "{} job(s):", o.jobs);
+        .filter_map(|o| new.iter().find(|n| n.jobs == o.jobs).map(|n| (o, n)));
+    for (o, n) in pairs {
+        let _ = writeln!(out, "{}:", super::plural(o.jobs, "job"));
         for c in &cols {
             let (vo, vn) = ((c.text)(o), (c.text)(n));
             let ratio = match (num(&(c.value)(o)), num(&(c.value)(n))) {
@@ -220,5 +247,55 @@ fn num(v: &super::columns::Value) -> Option<f64> {
         super::columns::Value::Count(n) => Some(*n as f64),
         super::columns::Value::Num(x) => *x,
         super::columns::Value::Text(_) => None,
+    }
+}
+
+/// The A/B pair in `format`: the screen (text), the screen and both arms' sheets (Markdown),
+/// both arms' rows (CSV: the `run_id` and `status` columns tell them apart), or one JSON
+/// document with the pair, its verdict and both arms' summaries.
+pub fn render(a: &RunRecord, b: &RunRecord, format: crate::config::run::Format) -> String {
+    use super::text;
+    use crate::config::run::Format;
+    match format {
+        Format::Text => screen(a, b),
+        Format::Md => format!(
+            "```\n{}```\n\n**A**: {}\n\n{}\n**B**: {}\n\n{}",
+            screen(a, b),
+            arm_name(a),
+            text::table_md(a, &a.summary().levels),
+            arm_name(b),
+            text::table_md(b, &b.summary().levels)
+        ),
+        Format::Csv => {
+            text::csv_header()
+                + &text::csv_rows(a, &a.summary().levels)
+                + &text::csv_rows(b, &b.summary().levels)
+        }
+        Format::Json | Format::JsonFull => {
+            let arm = |r: &RunRecord| -> serde_json::Value {
+                let doc = match format {
+                    Format::Json => text::json_summary(r, &r.summary()),
+                    _ => serde_json::to_string(r).expect("records serialize; this is a bug"),
+                };
+                serde_json::from_str(&doc).expect("our own JSON parses; this is a bug")
+            };
+            let x = b.ab.as_ref();
+            let doc = serde_json::json!({
+                "ab": {
+                    "pair": x.map(|x| x.pair.as_str()),
+                    "vary": x.map(|x| x.vary.as_str()),
+                    "values": [
+                        a.ab.as_ref().map(|x| x.value.as_str()),
+                        x.map(|x| x.value.as_str()),
+                    ],
+                    "expect": x.map(|x| x.expect),
+                    "min_effect": x.map(|x| x.min_effect),
+                    "verdict": x.and_then(|x| x.verdict.as_ref()),
+                },
+                "a": arm(a),
+                "b": arm(b),
+            });
+            serde_json::to_string_pretty(&doc).expect("JSON values serialize; this is a bug") + "\n"
+        }
     }
 }

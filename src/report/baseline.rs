@@ -127,7 +127,7 @@ pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
             s.spec_accepted,
             plural(s.spec_proposed as usize, "token"),
             s.spec_acceptance
-                .map_or("n/a".into(), |a| format!("{:.0} %", a * 100.0)),
+                .map_or("n/a".into(), |a| super::percent(Some(a), 0)),
             s.spec_accepted_len
                 .map_or("n/a".into(), |v| format!("{v:.2}")),
             plural(l.rounds, "round"),

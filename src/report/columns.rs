@@ -37,7 +37,7 @@ fn num(v: Option<f64>, digits: usize) -> String {
 }
 
 fn pct(v: Option<f64>) -> String {
-    v.map_or("n/a".into(), |v| format!("{:.0} %", v * 100.0))
+    super::percent(v, 0)
 }
 
 fn bytes(v: Option<u64>) -> String {
@@ -185,7 +185,79 @@ pub(crate) const COLUMNS: &[Column] = &[
         in_sheet: false,
         value: |s| Value::Num(s.spec.spec_verify_ms_per_token),
         text: |s| num(s.spec.spec_verify_ms_per_token, 2),
-    },    profile!("worst_gap_ms", "worst gap ms", true, "the longest gap between two tokens of one answer over the measured rounds (the stall a person notices), ms", worst_gap_ms, |v| num(v, 0)),
+    },
+    profile!("worst_gap_ms", "worst gap ms", true, "the longest gap between two tokens of one answer over the measured rounds (the stall a person notices), ms", worst_gap_ms, |v| num(v, 0)),
+    Column {
+        key: "disturbed_rounds",
+        header: "disturbed",
+        definition: "measured rounds the noise sentinel flagged: other processes kept more than 0.25 of a core busy, or steal took more than 5 % of the wall time (OS counters, not flags); a level with most rounds disturbed gets the verdict retest",
+        in_sheet: true,
+        value: |s| Value::Num(s.quiet.disturbed_rounds.map(|d| d as f64)),
+        text: |s| {
+            s.quiet
+                .disturbed_rounds
+                .map_or("n/a".into(), |d| format!("{d}/{}", s.quiet.sentinel_rounds))
+        },
+    },
+    Column {
+        key: "steady_shape",
+        header: "steady",
+        definition: "whether the decode steps reached a steady state: each decode-only step's time / the median of the same step in every measured round, rounds in order, split where its mean shifts (penalised binary segmentation, lone outliers clipped); flat, warmup (slower first), slowdown (faster first) or no-steady-state (steady too late, or a third or more in bursts)",
+        in_sheet: false,
+        value: |s| Value::Text(s.steady.steady_shape.clone()),
+        text: |s| match s.steady.steady_shape.as_str() {
+            "" => "n/a".into(),
+            shape => shape.into(),
+        },
+    },
+    Column {
+        key: "steady_burst_share",
+        header: "steady bursts",
+        definition: "share of the steady part's decode steps in short bursts away from its level (machine noise)",
+        in_sheet: false,
+        value: |s| Value::Num(s.steady.steady_burst_share),
+        text: |s| super::percent(s.steady.steady_burst_share, 0),
+    },
+    Column {
+        key: "steady_from_step",
+        header: "steady from",
+        definition: "the first decode step of the steady part, 0-based over the analysed steps; earlier steps are left out of the steady step time",
+        in_sheet: false,
+        value: |s| Value::Num(s.steady.steady_from_step.map(|v| v as f64)),
+        text: |s| s.steady.steady_from_step.map_or("n/a".into(), |v| v.to_string()),
+    },
+    Column {
+        key: "steady_shift",
+        header: "steady shift",
+        definition: "mean step time of the steady part / before it, minus 1 (negative: it got faster)",
+        in_sheet: false,
+        value: |s| Value::Num(s.steady.steady_shift),
+        text: |s| super::percent(s.steady.steady_shift, 0),
+    },
+    Column {
+        key: "steady_step_ms",
+        header: "steady step ms",
+        definition: "median forward time of the steady part's decode steps, ms",
+        in_sheet: false,
+        value: |s| Value::Num(s.steady.steady_step_ms),
+        text: |s| num(s.steady.steady_step_ms, 2),
+    },
+    Column {
+        key: "other_cores",
+        header: "other cores",
+        definition: "cores other processes kept busy during a round (CPU time / wall time, /proc/stat), median over rounds",
+        in_sheet: false,
+        value: |s| Value::Num(s.quiet.other_cores),
+        text: |s| num(s.quiet.other_cores, 2),
+    },
+    Column {
+        key: "own_cores",
+        header: "own cores",
+        definition: "cores this process kept busy during a round (its threads' CPU time / wall time), median over rounds",
+        in_sheet: false,
+        value: |s| Value::Num(s.quiet.own_cores),
+        text: |s| num(s.quiet.own_cores, 2),
+    },
     profile!("stall_share", "stall share", false, "decode stalls / decode time: time steps with prompt tokens added to running answers' next tokens, over the sum of all inter-token gaps", stall_share, pct),
     Column {
         key: "stalls",
@@ -199,7 +271,7 @@ pub(crate) const COLUMNS: &[Column] = &[
     profile!("stall_ms_worst", "stall worst ms", false, "the worst stall, ms", stall_ms_worst, |v| num(v, 1)),
     profile!("plan_us_median", "plan us med", false, "planner clock: time in the scheduler's planning per step, median, microseconds", plan_us_median, |v| num(v, 1)),
     profile!("plan_us_max", "plan us max", false, "planner clock, slowest step, microseconds", plan_us_max, |v| num(v, 1)),
-    profile!("plan_fraction", "plan share", false, "planner time / wall time", plan_fraction, |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{:.3} %", v * 100.0))),
+    profile!("plan_fraction", "plan share", false, "planner time / wall time", plan_fraction, |v: Option<f64>| super::percent(v, 3)),
     profile!("queue_mean", "queue mean", false, "requests waiting for admission per step, mean", queue_mean, |v| num(v, 2)),
     profile!("queue_max", "queue max", false, "requests waiting for admission per step, most", queue_max, |v| num(v, 0)),
     profile!("kv_peak_fraction", "KV peak %", false, "most KV tokens held in one step / the KV budget", kv_peak_fraction, pct),
@@ -327,6 +399,24 @@ pub(crate) const PREFIX_COLUMNS: &[Column] = &[
 ];
 
 /// Every column: the sheet's, then the prefix cache's.
+/// Sheet columns only shown when some level has a value: records written before the figure
+/// existed render as they did.
+const SHOWN_WHEN_MEASURED: &[&str] = &["disturbed_rounds"];
+
+/// The columns of the text, Markdown and HTML sheet for `levels`.
+pub(crate) fn sheet(levels: &[LevelSummary]) -> Vec<&'static Column> {
+    COLUMNS
+        .iter()
+        .filter(|c| c.in_sheet)
+        .filter(|c| {
+            !SHOWN_WHEN_MEASURED.contains(&c.key)
+                || levels
+                    .iter()
+                    .any(|l| !matches!((c.value)(l), Value::Num(None)))
+        })
+        .collect()
+}
+
 pub(crate) fn all() -> impl Iterator<Item = &'static Column> {
     COLUMNS.iter().chain(PREFIX_COLUMNS)
 }
@@ -345,6 +435,10 @@ pub(crate) const IDENTITY: &[(&str, &str)] = &[
     ("device", "compute device"),
     ("kernels", "quantized-matmul kernels that ran"),
     ("threads", "compute threads"),
+    (
+        "status",
+        "complete, or how the run ended (its figures then cover only the rounds it finished)",
+    ),
 ];
 
 fn short(hash: &str) -> String {
@@ -363,6 +457,7 @@ pub(crate) fn identity(run: &RunRecord) -> Vec<String> {
         run.runtime.device.clone(),
         run.runtime.kernels.clone(),
         run.runtime.threads.to_string(),
+        run.status.short().to_string(),
     ]
 }
 
@@ -370,7 +465,8 @@ pub(crate) fn identity(run: &RunRecord) -> Vec<String> {
 pub(crate) fn csv_value(v: &Value) -> String {
     match v {
         Value::Count(n) => n.to_string(),
-        Value::Num(x) => x.map_or(String::new(), |x| format!("{x}")),
+        // `+ 0.0` turns a negative zero into zero (IEEE 754: -0 + 0 = +0).
+        Value::Num(x) => x.map_or(String::new(), |x| format!("{}", x + 0.0)),
         Value::Text(t) => csv_escape(t),
     }
 }

@@ -110,7 +110,10 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
 /// The run's identity as a two-column table.
 fn meta(run: &RunRecord) -> String {
     let sha: String = run.model.sha256.chars().take(12).collect();
-    let status = run.status.label();
+    let status = match super::text::unfinished(run) {
+        u if u.is_empty() => run.status.label(),
+        u => u.trim_start().trim_start_matches("status: ").to_string(),
+    };
     let rows = [
         (
             "workload",
@@ -124,6 +127,11 @@ fn meta(run: &RunRecord) -> String {
         ("run id", run.id.clone()),
         ("started (UTC)", run.started_utc.clone()),
         ("status", status),
+        (
+            "machine",
+            super::summary::machine_line(&run.summary())
+                .unwrap_or_else(|| "n/a (no sentinel readings in this record)".into()),
+        ),
         ("git commit", run.build.git_commit.clone()),
         ("command", run.command.join(" ")),
     ];

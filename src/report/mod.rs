@@ -40,6 +40,21 @@ pub(crate) fn secs(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |s| format!("{s:.3} s"))
 }
 
+/// `v` with `digits` decimals, never as a negative zero: a value that rounds to zero prints
+/// unsigned (`-0.0001` with one decimal is `0.0`, not `-0.0`).
+pub(crate) fn fixed(v: f64, digits: usize) -> String {
+    let s = format!("{v:.digits$}");
+    match s.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+        _ => s,
+    }
+}
+
+/// A fraction as a percentage with `digits` decimals (`0.125` → `12.5 %`), or "n/a".
+pub(crate) fn percent(v: Option<f64>, digits: usize) -> String {
+    v.map_or("n/a".into(), |v| format!("{} %", fixed(v * 100.0, digits)))
+}
+
 /// A duration in the unit that reads best (µs, ms, s).
 pub(crate) fn duration(d: std::time::Duration) -> String {
     let s = d.as_secs_f64();
@@ -54,6 +69,16 @@ pub(crate) fn duration(d: std::time::Duration) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn no_negative_zero() {
+        assert_eq!(super::fixed(-0.0, 1), "0.0");
+        assert_eq!(super::fixed(-0.00001, 3), "0.000");
+        assert_eq!(super::fixed(-0.5, 0), "0", "rounds to zero: no sign");
+        assert_eq!(super::fixed(-0.06, 1), "-0.1");
+        assert_eq!(super::percent(Some(-0.0), 1), "0.0 %");
+        assert_eq!(super::percent(None, 1), "n/a");
+    }
+
     use super::*;
     use std::time::Duration;
 

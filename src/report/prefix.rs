@@ -32,7 +32,7 @@ pub(crate) fn figures(s: &LevelSummary) -> String {
         f.prefix_tokens_computed,
         f.prefix_tokens_reused,
         f.prefix_hit_rate
-            .map_or("n/a".into(), |h| format!("{:.0} %", h * 100.0)),
+            .map_or("n/a".into(), |h| super::percent(Some(h), 0)),
     )
 }
 

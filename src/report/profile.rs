@@ -12,7 +12,7 @@ fn num(v: Option<f64>, digits: usize, unit: &str) -> String {
 }
 
 fn pct(v: Option<f64>, digits: usize) -> String {
-    v.map_or("n/a".into(), |v| format!("{:.digits$} %", v * 100.0))
+    super::percent(v, digits)
 }
 
 /// Rows of the screen: a label and the cell of one level.

@@ -30,7 +30,13 @@ fn row(s: &StepRecord) -> Vec<String> {
         (_, b) => secs(b),
     };
     let tokens = match s.kind {
-        StepKindTag::Request => format!("{} → {}", s.prompt_tokens, s.output_tokens),
+        StepKindTag::Request => format!(
+            "{} → {}{}",
+            s.prompt_tokens,
+            s.output_tokens,
+            s.earlier_turns
+                .map_or(String::new(), |n| format!(" (chat turn {})", n + 1))
+        ),
         _ => "-".into(),
     };
     vec![
@@ -119,7 +125,7 @@ fn notes(s: &SessionRecord) -> String {
 
 /// The CSV columns: one row per step, clocks in seconds as plain numbers, empty when a step
 /// has no such clock.
-const CSV_HEADERS: [&str; 22] = [
+const CSV_HEADERS: [&str; 23] = [
     "run_id",
     "step",
     "line",
@@ -141,6 +147,7 @@ const CSV_HEADERS: [&str; 22] = [
     "idle_s",
     "prompt_tokens",
     "output_tokens",
+    "earlier_turns",
     "time_scale",
 ];
 
@@ -176,6 +183,7 @@ fn csv(run: &RunRecord, s: &SessionRecord) -> String {
             num(st.idle_s),
             st.prompt_tokens.to_string(),
             st.output_tokens.to_string(),
+            st.earlier_turns.map_or(String::new(), |n| n.to_string()),
             s.time_scale.to_string(),
         ];
         let cells: Vec<String> = cells

@@ -46,6 +46,11 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
     let line = |out: &mut String, key: &str, value: String| {
         let _ = writeln!(out, "{key:<11}{value}");
     };
+    let unfinished = super::text::unfinished(run);
+    if !unfinished.is_empty() {
+        let text = unfinished.trim_start().trim_start_matches("status: ");
+        line(&mut out, "status:", text.to_string());
+    }
     line(
         &mut out,
         "task:",
@@ -160,9 +165,58 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
             disk.map_or("n/a".into(), super::bytes),
         ),
     );
+    if let Some(machine) = machine_line(d) {
+        line(&mut out, "machine:", machine);
+    }
+    // One line per level: the changepoint verdict of its decode steps.
+    for (i, l) in d.levels.iter().enumerate() {
+        if let Some(s) = l.steady.describe() {
+            let key = if i == 0 { "steady:" } else { "" };
+            line(&mut out, key, format!("{}j {s}", l.jobs));
+        }
+    }
     line(&mut out, "verdict:", d.verdict.line.clone());
     line(&mut out, "command:", command_line(&run.command));
     out
+}
+
+/// What the noise sentinel saw, over every level: quiet, or which levels were disturbed and by
+/// how much; none for records without sentinel readings.
+pub(crate) fn machine_line(d: &RunSummary) -> Option<String> {
+    let q: Vec<&crate::record::quiet::QuietFigures> = d
+        .levels
+        .iter()
+        .map(|l| &l.quiet)
+        .filter(|q| q.disturbed_rounds.is_some())
+        .collect();
+    if q.is_empty() {
+        return None;
+    }
+    let rounds: u64 = q.iter().map(|q| q.sentinel_rounds).sum();
+    let disturbed: u64 = q.iter().filter_map(|q| q.disturbed_rounds).sum();
+    let other = q
+        .iter()
+        .filter_map(|q| q.other_cores)
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+    let other = other.map_or("n/a".into(), |o| format!("{o:.2}"));
+    if disturbed == 0 {
+        return Some(format!(
+            "quiet: 0 of {rounds} rounds disturbed (other processes at most {other} cores busy, median per level)"
+        ));
+    }
+    let levels: Vec<String> = d
+        .levels
+        .iter()
+        .filter_map(|l| {
+            l.quiet
+                .disturbed_line()
+                .map(|x| format!("{}: {x}", super::plural(l.jobs, "job")))
+        })
+        .collect();
+    Some(format!(
+        "{disturbed} of {rounds} rounds disturbed ({}); retest on a quiet machine",
+        levels.join("; ")
+    ))
 }
 
 #[cfg(test)]

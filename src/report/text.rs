@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::columns::{self, COLUMNS, IDENTITY};
+use super::columns::{self, IDENTITY};
 use super::plural;
 use crate::config::run::Format;
 use crate::record::summary::{LevelSummary, RunSummary};
@@ -43,7 +43,7 @@ fn table_text(levels: &[LevelSummary]) -> String {
 
 /// The formatted sheet (headers, one row per level) for HTML.
 pub(crate) fn sheet_cells(levels: &[LevelSummary]) -> (Vec<String>, Vec<Vec<String>>) {
-    let cols: Vec<_> = COLUMNS.iter().filter(|c| c.in_sheet).collect();
+    let cols = columns::sheet(levels);
     let headers = cols.iter().map(|c| c.header.to_string()).collect();
     let rows = levels
         .iter()
@@ -53,8 +53,8 @@ pub(crate) fn sheet_cells(levels: &[LevelSummary]) -> (Vec<String>, Vec<Vec<Stri
 }
 
 /// Markdown: the identity columns, then every sheet column.
-fn table_md(run: &RunRecord, levels: &[LevelSummary]) -> String {
-    let cols: Vec<_> = COLUMNS.iter().filter(|c| c.in_sheet).collect();
+pub(crate) fn table_md(run: &RunRecord, levels: &[LevelSummary]) -> String {
+    let cols = columns::sheet(levels);
     let headers: Vec<&str> = IDENTITY
         .iter()
         .map(|(k, _)| *k)
@@ -134,7 +134,7 @@ fn batching(levels: &[LevelSummary]) -> String {
 
 /// A fraction as a percentage with `digits` decimals, or `n/a`.
 fn pct(v: Option<f64>, digits: usize) -> String {
-    v.map_or("n/a".into(), |v| format!("{:.digits$} %", v * 100.0))
+    super::percent(v, digits)
 }
 
 /// Per level: the verdict label, then speed and quality with every check's value and margin.
@@ -273,6 +273,31 @@ pub fn render(run: &RunRecord, format: Format) -> String {
     }
 }
 
+/// For a run that did not complete, a second header line: how it ended and the measured rounds
+/// each level actually has (the figures below cover only those); empty for a complete run.
+pub(crate) fn unfinished(run: &RunRecord) -> String {
+    if run.status == crate::record::RunStatus::Complete {
+        return String::new();
+    }
+    let done: Vec<String> = run
+        .levels
+        .iter()
+        .map(|l| {
+            let n = l.rounds.iter().filter(|r| !r.warmup).count();
+            format!("{} {n} of {}", plural(l.jobs, "job"), run.config.rounds)
+        })
+        .collect();
+    let done = if done.is_empty() {
+        "none".to_string()
+    } else {
+        done.join(", ")
+    };
+    format!(
+        "\nstatus: {}; measured rounds done: {done}; the figures cover only these",
+        run.status.label()
+    )
+}
+
 /// Pretty JSON documents as one JSON array.
 pub(crate) fn json_array(docs: &[String]) -> String {
     format!("[\n{}\n]\n", docs.join(",\n"))
@@ -290,9 +315,9 @@ pub(crate) fn header(run: &RunRecord) -> String {
         run.runtime,
         plural(c.rounds, "measured round"),
         plural(c.warmup_rounds, "warm-up round"),
-    ) + &c
-        .notes
-        .iter()
-        .map(|n| format!("\nnote: {n}"))
-        .collect::<String>()
+    ) + &unfinished(run)
+        + &c.notes
+            .iter()
+            .map(|n| format!("\nnote: {n}"))
+            .collect::<String>()
 }

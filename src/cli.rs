@@ -22,7 +22,12 @@ const TERMS: &str = "Terms:
   job          an independent client: it submits the workload's tasks one after another (closed
                loop) to the one shared engine; N jobs run concurrently and the engine batches them
   warm-up      rounds run first at every level and kept apart from the statistics
-  cold / warm  cold: the first request of the process (load + first TTFT); warm: later requests
+  1st request  the process's first request: load + its TTFT, page cache as it was (not a cold
+               start: that is `tokfire cold`), beside the same prompt's TTFT in later rounds
+  warm         every later request of the process
+  cold start   `tokfire cold`: a fresh process with the model's files evicted from the page
+               cache (at most 5 % resident; warm is at least 95 %, between is partly cached)
+  cold prompt  with --prefix-cache on: a prompt that reused nothing (cached: reused a prefix)
   tail         p95 with >= 20 samples, else the slowest sample
   abstain      an answer that declined (or ran out of tokens where the task allows it): neither
                pass nor fail
@@ -73,7 +78,8 @@ const INSPECT_HELP: &str = "Examples:
 #[command(
     name = "tokfire",
     version,
-    about = "TokFire Bench: load a model in-process and measure what a person waits for"
+    about = "TokFire Bench: load a model in-process and measure what a person waits for",
+    max_term_width = 100
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -509,6 +515,10 @@ pub struct ColdArgs {
     /// start; root only.
     #[arg(long)]
     pub drop_caches: bool,
+    /// Cold-start a private copy of the model, made beside the results file and removed after:
+    /// for a model another process maps, or one on tmpfs, whose pages cannot be evicted.
+    #[arg(long)]
+    pub private_copy: bool,
     /// Results file the run is appended to [default: OUT_DIR/cold-TASK.json].
     #[arg(long)]
     pub out: Option<PathBuf>,

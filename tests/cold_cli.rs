@@ -280,3 +280,57 @@ fn sigint_kills_the_running_child_and_keeps_the_starts_done() {
     let left = processes_with(m.to_str().unwrap());
     assert!(left.is_empty(), "children left running: {left:?}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_model_another_process_maps_is_named_and_private_copy_makes_it_cold() {
+    let dir = disk_dir();
+    let m = tiny(dir.path());
+    // This test process maps the model, as a running server would.
+    let file = std::fs::File::open(&m).unwrap();
+    // SAFETY: a read-only map of a file nobody writes while the test runs.
+    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    let touched: u64 = map.iter().step_by(4096).map(|b| *b as u64).sum();
+    std::hint::black_box(touched);
+    let out = dir.path().join("cold.json");
+    let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
+    a.extend(["--repeat", "1"]);
+    let res = tokfire().args(&a).output().unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let me = format!("mapped by pid {}", std::process::id());
+    assert!(stdout.contains(&format!("not cold: {me}")), "{stdout}");
+    assert!(stdout.contains("--private-copy"), "{stdout}");
+    let file_back = read(&out);
+    let start = &file_back.runs[0].cold.as_ref().unwrap().starts[0];
+    assert_eq!(start.counted, Counted::NotCold);
+    let why = start.eviction.as_ref().unwrap().why_not.as_deref().unwrap();
+    assert!(why.starts_with(&me), "{why}");
+    // The same model through a private copy: evicted to nothing, and the copy is gone after.
+    let out2 = dir.path().join("copy.json");
+    let mut a = cold_args(m.to_str().unwrap(), out2.to_str().unwrap());
+    a.extend(["--repeat", "1", "--private-copy"]);
+    let res = tokfire().args(&a).output().unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let run = read(&out2).runs.remove(0);
+    let cold = run.cold.unwrap();
+    assert!(cold.settings.private_copy);
+    let s = &cold.starts[0];
+    assert_eq!(s.counted, Counted::Cold, "{s:?}");
+    assert_eq!(s.eviction.as_ref().unwrap().after.unwrap().fraction(), 0.0);
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("private-copy"))
+        .collect();
+    assert!(left.is_empty(), "the private copy is removed");
+    drop(map);
+}

@@ -203,6 +203,49 @@ repeat = 2
     assert!(stdout.contains("(chat turn 3)"), "{stdout}");
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn an_asked_eviction_that_did_not_take_says_so_and_why() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let m = tiny(dir.path());
+    // This test process maps the model, as a running server would: its pages cannot leave.
+    let file = std::fs::File::open(&m).unwrap();
+    // SAFETY: a read-only map of a file nobody writes while the test runs.
+    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    std::hint::black_box(map.iter().step_by(4096).map(|b| *b as u64).sum::<u64>());
+    let s = script(dir.path(), &m, "[[step]]\nraw = \"once\"\nmax_tokens = 2\n");
+    let out = dir.path().join("r.json");
+    let res = tokfire()
+        .args(["session", s.to_str().unwrap(), "--threads", "1"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let load = &read(&out).runs.remove(0).session.unwrap().steps[0];
+    let why = load
+        .eviction_failed
+        .as_deref()
+        .expect("the eviction did not take");
+    assert!(
+        why.starts_with(&format!("mapped by pid {}", std::process::id())),
+        "{why}"
+    );
+    assert_eq!(load.cold, Some(false));
+    for want in [
+        "warm, 100 % resident (eviction failed)",
+        "step 1 (line 2): evict = true did not take: mapped by pid",
+        "0 on a cold page cache, 1 asked eviction failed",
+    ] {
+        assert!(stdout.contains(want), "'{want}' not in:\n{stdout}");
+    }
+    drop(map);
+}
+
 fn fails(dir: &Path, text: &str) -> String {
     let p = dir.join("bad.toml");
     std::fs::write(&p, text).unwrap();

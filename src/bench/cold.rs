@@ -47,12 +47,19 @@ pub fn run(
     mut progress: impl FnMut(&StartRecord),
 ) -> Result<RunRecord, BenchError> {
     let writer = RecordWriter::open(&plan.config.out)?;
-    let path = model::resolve(&plan.config.model)?;
+    let original = model::resolve(&plan.config.model)?;
+    // Held until the starts are done: dropping it removes the copy.
+    let copy = plan
+        .settings
+        .private_copy
+        .then(|| super::private_copy::PrivateCopy::make(&original, &plan.config.out))
+        .transpose()?;
+    let path = copy.as_ref().map_or(original.clone(), |c| c.model.clone());
     let files = super::sweep::weight_files(&path);
     plan.settings.files = files.clone();
     let mut record = RunRecord {
         runtime: plan.config.runtime.apply(plan.config.model.device)?,
-        model: model_info(&path)?,
+        model: model_info(&original)?,
         cold: Some(ColdRecord {
             settings: plan.settings.clone(),
             starts: Vec::new(),
@@ -128,12 +135,21 @@ fn prepare(kind: StartKind, files: &[&Path], drop_caches: bool) -> Option<Evicti
             error.get_or_insert(format!("writing {}: {e}", pagecache::DROP_CACHES));
         }
     }
-    Some(Eviction {
+    let mut e = Eviction {
         method,
         before,
         after: pagecache::residency(files),
         error,
-    })
+        why_not: None,
+    };
+    if !e.took() {
+        e.why_not = Some(crate::measure::holders::why_resident(
+            files,
+            e.error.as_deref(),
+            crate::measure::holders::FIX_COLD,
+        ));
+    }
+    Some(e)
 }
 
 /// What a child left behind.
@@ -174,8 +190,12 @@ fn one_start(
         output: String::new(),
         stderr_tail: String::new(),
         load_split: None,
+        sentinel: None,
     };
-    let exit = match run_child(cmd, timeout, stop) {
+    let seen = crate::measure::sentinel::Snapshot::take();
+    let exit = run_child(cmd, timeout, stop);
+    start.sentinel = Some(seen.until(&crate::measure::sentinel::Snapshot::take()));
+    let exit = match exit {
         Ok(e) => e,
         Err(e) => {
             start.failure = Some(format!("could not start {}: {e}", exe.display()));

@@ -53,7 +53,15 @@ pub fn run(
     let start = Instant::now();
     let mut state = State::default();
     for (i, step) in plan.session.steps.iter().enumerate() {
-        let entries = run_step(plan, i, &step.kind, step.line, start, &mut state)?;
+        let seen = crate::measure::sentinel::Snapshot::take();
+        let mut entries = run_step(plan, i, &step.kind, step.line, start, &mut state)?;
+        // Idle steps are the person's own time: what the machine did then is not our concern.
+        if !matches!(step.kind, StepKind::Idle { .. }) {
+            // One reading per step, on its first entry (repeats share the step's window).
+            if let Some(e) = entries.first_mut() {
+                e.sentinel = Some(seen.until(&crate::measure::sentinel::Snapshot::take()));
+            }
+        }
         for e in entries {
             let s = record.session.as_mut().expect("set above; this is a bug");
             s.steps.push(e.clone());
@@ -178,14 +186,19 @@ fn load_step(
     let path = model::resolve(cfg)?;
     let files: Vec<PathBuf> = super::sweep::weight_files(&path);
     let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    if evict {
-        // A failed eviction shows as the residency read next.
-        if let Err(err) = pagecache::evict(&refs) {
-            tracing::warn!("evicting {}: {err}", path.path().display());
-        }
-    }
+    let error = evict
+        .then(|| pagecache::evict(&refs).err().map(|e| e.to_string()))
+        .flatten();
     e.residency = pagecache::residency(&refs);
     e.cold = is_cold(e.residency);
+    if evict && (error.is_some() || e.cold != Some(true)) {
+        // Asked for a cold load and did not get one: say why, in the record and the table.
+        e.eviction_failed = Some(crate::measure::holders::why_resident(
+            &refs,
+            error.as_deref(),
+            crate::measure::holders::FIX_BY_HAND,
+        ));
+    }
     let l = model::load(cfg)?;
     e.load_s = Some(l.load_time.as_secs_f64());
     e.split = l.split.clone();

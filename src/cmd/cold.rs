@@ -70,14 +70,20 @@ fn progress_line(s: &StartRecord) -> String {
     let resident = s
         .residency
         .map_or("n/a".into(), |r| format!("{:.0} %", r.fraction() * 100.0));
-    match (&s.clocks, &s.failure) {
+    let why = s
+        .eviction
+        .as_ref()
+        .and_then(|e| e.why_not.as_deref())
+        .map_or(String::new(), |w| format!(" — {w}"));
+    let line = match (&s.clocks, &s.failure) {
         (Some(c), _) => format!(
             "{kind}, {resident} resident, loaded {:.3} s, first token {:.3} s",
             c.loaded_s, c.first_token_s
         ),
         (None, Some(why)) => format!("{kind}: {why}"),
         (None, None) => kind.into(),
-    }
+    };
+    line + &why
 }
 
 /// Validates the arguments into a plan.
@@ -155,6 +161,7 @@ fn plan(args: &ColdArgs) -> anyhow::Result<ColdPlan> {
             repeat: args.repeat,
             timeout_s: args.timeout,
             drop_caches: args.drop_caches,
+            private_copy: args.private_copy,
             task: task.id.clone(),
             max_tokens,
             files: Vec::new(),

@@ -4,6 +4,7 @@
 pub mod changepoint;
 pub(crate) mod clocks;
 pub(crate) mod energy;
+pub mod holders;
 pub(crate) mod memory;
 pub mod monotonic;
 pub(crate) mod pagecache;

@@ -8,6 +8,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+/// At most this fraction resident: a cold page cache (a cold start, a cold load).
+pub const COLD_MAX: f64 = 0.05;
+/// At least this fraction resident: a warm page cache; in between is "partly cached".
+pub const WARM_MIN: f64 = 0.95;
+
 /// How much of the files was resident in the page cache.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Residency {
@@ -27,12 +32,13 @@ impl Residency {
         }
     }
 
-    /// "page-cache warm" (≥ 99 % resident), "disk-cold" (≤ 1 %) or "partly cached (N %)".
+    /// "page-cache warm" (≥ [`WARM_MIN`] resident), "disk-cold" (≤ [`COLD_MAX`]) or "partly
+    /// cached (N %)".
     pub fn label(&self) -> String {
         let f = self.fraction();
-        if f >= 0.99 {
+        if f >= WARM_MIN {
             "page-cache warm".into()
-        } else if f <= 0.01 {
+        } else if f <= COLD_MAX {
             "disk-cold".into()
         } else {
             format!("partly cached ({:.0} %)", f * 100.0)

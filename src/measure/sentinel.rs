@@ -5,8 +5,9 @@
 //! Per round: CPU time of every other process (all CPUs' busy time in `/proc/stat` minus this
 //! process's, from `/proc/self/stat`) and steal time (a hypervisor giving the CPU to another
 //! guest), the 1-minute load average, the frequency governor and the current frequency of CPU 0,
-//! the hottest thermal zone; this process's CPU time per thread (`/proc/self/task/*/stat`) — how
-//! many cores were actually busy — and its voluntary and involuntary context switches. A round
+//! the hottest thermal zone; this process's CPU time per thread (`/proc/self/task/*/stat`) plus
+//! that of children it reaped meanwhile — how many cores were actually busy — and its voluntary
+//! and involuntary context switches. A round
 //! is *disturbed* when other work took more than [`OTHER_CORES_MAX`] of a core on average or
 //! steal exceeded [`STEAL_MAX`] of the wall time; a round shorter than [`MIN_JUDGED_WALL_S`] is
 //! not judged.
@@ -69,6 +70,21 @@ pub struct Snapshot {
     threads: Vec<(u32, u64)>,
     /// (voluntary, involuntary) summed over threads.
     switches: Option<(u64, u64)>,
+    /// CPU time of this process's children that have exited (`RUSAGE_CHILDREN`), seconds: a
+    /// child started and reaped between two snapshots (a `cold` start) counts as our own work.
+    children_cpu_s: Option<f64>,
+}
+
+/// User + system CPU time of the exited children of this process, seconds.
+fn children_cpu_s() -> Option<f64> {
+    // SAFETY: a zeroed rusage for the kernel to fill.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_CHILDREN is a valid `who`.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
+        return None;
+    }
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+    Some(t(u.ru_utime) + t(u.ru_stime))
 }
 
 fn ticks_per_s() -> f64 {
@@ -144,6 +160,7 @@ impl Snapshot {
             total: read("/proc/stat").and_then(|s| parse_stat(&s)),
             threads,
             switches,
+            children_cpu_s: children_cpu_s(),
         }
     }
 
@@ -157,7 +174,11 @@ impl Snapshot {
             .iter()
             .map(|(tid, t)| t.saturating_sub(*before.get(tid).unwrap_or(&0)) as f64 / hz)
             .collect();
-        let own = (!end.threads.is_empty()).then(|| per_thread.iter().sum::<f64>());
+        let children = match (self.children_cpu_s, end.children_cpu_s) {
+            (Some(a), Some(b)) => (b - a).max(0.0),
+            _ => 0.0,
+        };
+        let own = (!end.threads.is_empty()).then(|| per_thread.iter().sum::<f64>() + children);
         let busy_threads = own.map(|_| {
             per_thread
                 .iter()

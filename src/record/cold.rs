@@ -11,7 +11,7 @@ use crate::measure::pagecache::Residency;
 use crate::measure::stats;
 
 /// A cold start whose files stayed more resident than this after eviction is not called cold.
-pub const MAX_COLD_RESIDENT: f64 = 0.05;
+pub const MAX_COLD_RESIDENT: f64 = crate::measure::pagecache::COLD_MAX;
 
 /// What a `cold` run was asked to do (beside the run's [`crate::config::run::RunConfig`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -29,6 +29,10 @@ pub struct ColdSettings {
     pub max_tokens: usize,
     /// The model's weight files, evicted before each cold start.
     pub files: Vec<PathBuf>,
+    /// Whether the starts ran on a private copy of the model (`--private-copy`), made beside
+    /// the results file and removed afterwards; `files` are then the copy's.
+    #[serde(default)]
+    pub private_copy: bool,
 }
 
 /// Cold (files evicted first) or warm (files read into the page cache first).
@@ -63,6 +67,10 @@ pub struct Eviction {
     pub after: Option<Residency>,
     /// The eviction error, when it failed.
     pub error: Option<String>,
+    /// Why the pages stayed, with the fix, when the eviction did not take (who maps the file,
+    /// tmpfs, a refused open); absent in records written before it was diagnosed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<String>,
 }
 
 impl Eviction {
@@ -147,6 +155,9 @@ pub struct StartRecord {
     /// Where the child's load time went (GGUF only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_split: Option<crate::model::mapped::LoadSplit>,
+    /// What else the machine did from spawn to exit (the child's own CPU counted as ours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sentinel: Option<crate::measure::sentinel::RoundSentinel>,
 }
 
 /// The cold-start part of a run record.
@@ -298,6 +309,7 @@ mod tests {
             output: "x".into(),
             stderr_tail: String::new(),
             load_split: None,
+            sentinel: None,
         }
     }
 
@@ -308,6 +320,7 @@ mod tests {
             before: Some(res(10, 10)),
             after,
             error: None,
+            why_not: None,
         };
         assert_eq!(
             counted(StartKind::Cold, Some(&ev(Some(res(0, 10)))), false),

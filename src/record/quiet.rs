@@ -42,9 +42,14 @@ pub struct QuietFigures {
 impl QuietFigures {
     /// The figures of `rounds` (measured rounds only).
     pub fn of<'a>(rounds: impl IntoIterator<Item = &'a RoundRecord>) -> Self {
-        let seen: Vec<&RoundSentinel> = rounds
+        Self::of_readings(rounds.into_iter().filter_map(|r| r.sentinel.as_ref()))
+    }
+
+    /// The figures of any readings (a round's, a cold start's, a session step's); those shorter
+    /// than [`MIN_JUDGED_WALL_S`] are left out.
+    pub fn of_readings<'a>(readings: impl IntoIterator<Item = &'a RoundSentinel>) -> Self {
+        let seen: Vec<&RoundSentinel> = readings
             .into_iter()
-            .filter_map(|r| r.sentinel.as_ref())
             .filter(|s| s.wall_s >= MIN_JUDGED_WALL_S)
             .collect();
         if seen.is_empty() {
@@ -72,6 +77,22 @@ impl QuietFigures {
     pub fn mostly_disturbed(&self) -> bool {
         self.disturbed_rounds
             .is_some_and(|d| self.sentinel_rounds > 0 && 2 * d > self.sentinel_rounds)
+    }
+
+    /// One line for any kind of reading (`rounds`, `starts`, `steps`): quiet, or how many were
+    /// disturbed and by what; none without readings long enough to judge.
+    pub fn line(&self, unit: &str) -> Option<String> {
+        let n = self.sentinel_rounds;
+        let d = self.disturbed_rounds?;
+        let other = self.other_cores.map_or("n/a".into(), |o| format!("{o:.2}"));
+        Some(if d == 0 {
+            format!("quiet: 0 of {n} {unit} disturbed (other processes {other} cores busy, median)")
+        } else {
+            format!(
+                "{d} of {n} {unit} disturbed (other processes {other} cores busy, median); retest \
+                 on a quiet machine"
+            )
+        })
     }
 
     /// `2 of 3 rounds disturbed: other processes kept 1.30 cores busy`, or none when the

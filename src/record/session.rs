@@ -50,6 +50,9 @@ pub struct StepRecord {
     /// Load steps: whether the load hit a cold page cache (residency below the cold limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold: Option<bool>,
+    /// Load steps with `evict = true` whose eviction did not take: why, with the fix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction_failed: Option<String>,
     /// Load steps: the load clock (open → weights and tokenizer built), seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_s: Option<f64>,
@@ -79,6 +82,9 @@ pub struct StepRecord {
     /// Idle steps: the time actually slept (the script's gap × the time scale), seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_s: Option<f64>,
+    /// What else the machine did during the step (loads and requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sentinel: Option<crate::measure::sentinel::RoundSentinel>,
     /// Requests: the generated text.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub output: String,
@@ -102,6 +108,7 @@ impl StepRecord {
             at_s,
             residency: None,
             cold: None,
+            eviction_failed: None,
             load_s: None,
             split: None,
             warmup_s: None,
@@ -112,6 +119,7 @@ impl StepRecord {
             earlier_turns: None,
             idle_script_s: None,
             idle_s: None,
+            sentinel: None,
             output: String::new(),
         }
     }
@@ -133,7 +141,7 @@ impl StepRecord {
 
 /// Whether a load with this residency before it counts as cold.
 pub(crate) fn is_cold(r: Option<Residency>) -> Option<bool> {
-    r.map(|r| r.fraction() < MAX_COLD_RESIDENT)
+    r.map(|r| r.fraction() <= MAX_COLD_RESIDENT)
 }
 
 /// The session's totals, seconds.

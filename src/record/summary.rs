@@ -238,6 +238,23 @@ pub(crate) fn first_ttft_s(level: &LevelRecord) -> Option<f64> {
         .and_then(|t| t.ttft_s)
 }
 
+/// The first request's own task, later: its TTFT in the level's measured rounds (the first
+/// request itself left out), median, seconds.
+pub(crate) fn first_prompt_later_ttft_s(level: &LevelRecord) -> Option<f64> {
+    let first = level
+        .rounds
+        .first()?
+        .tasks
+        .iter()
+        .min_by(|a, b| a.start_s.total_cmp(&b.start_s))?;
+    let later: Vec<f64> = measured(level)
+        .flat_map(|r| &r.tasks)
+        .filter(|t| t.task == first.task && !std::ptr::eq(*t, first))
+        .filter_map(|t| t.ttft_s)
+        .collect();
+    median(&later)
+}
+
 impl LevelSummary {
     /// A level with no measured samples.
     #[cfg(test)]
@@ -291,8 +308,13 @@ pub struct RunSummary {
     pub kernel_warmup: Option<Warmup>,
     /// The first TTFT the process produced (first task of the first round), seconds.
     pub first_ttft_s: Option<f64>,
-    /// Cold start as a person sees it: load + first TTFT, seconds.
+    /// The first request of the process as a person sees it: load + first TTFT, seconds (the
+    /// page cache as it was: not a cold start, which is `tokfire cold`).
     pub cold_first_token_s: Option<f64>,
+    /// The TTFT of the first request's own task in the first level's later measured requests,
+    /// median, seconds: the same prompt once the process is warm (absent in older records).
+    #[serde(default)]
+    pub first_prompt_later_ttft_s: Option<f64>,
 }
 
 /// Derives the summary of a run; `headroom` is the margin a comfortable level should keep.
@@ -324,6 +346,7 @@ pub fn summarize_run(run: &RunRecord) -> RunSummary {
         kernel_warmup: first.and_then(kernel_warmup),
         first_ttft_s,
         cold_first_token_s: first_ttft_s.map(|t| t + run.load.seconds),
+        first_prompt_later_ttft_s: first.and_then(first_prompt_later_ttft_s),
     }
 }
 

@@ -29,7 +29,9 @@ pub fn help() -> String {
 Starts: cold and warm interleaved (cold, warm, cold, …), each in a fresh process. Before a cold
 start the model's files are evicted (posix_fadvise DONTNEED, checked with mincore: the resident
 fraction before and after is recorded); a cold start whose files stayed more than 5 % resident is
-'not cold' and kept out of both columns. Before a warm start the files are read into the page
+'not cold' and kept out of both columns, with the reason and the fix (the processes that map
+the file, found in /proc/*/maps; a file on tmpfs; a refused open). --private-copy cold-starts a
+copy made beside the results file instead. Before a warm start the files are read into the page
 cache. A start that crashes, is killed or outlives --timeout is a failed start: listed with its
 reason, never dropped. Medians and the slowest start per clock. Ctrl-C (SIGINT) or SIGTERM kills
 the running child and ends the run marked interrupted, keeping the starts done so far.
@@ -38,6 +40,7 @@ Examples:
   tokfire cold                                  # 5 cold + 5 warm starts of the chat workload's first task
   tokfire cold --repeat 7 --prompt 'The capital of France is' -n 16 --threads 2
   sudo tokfire cold --drop-caches --format md   # also drop the whole page cache before each cold start
+  tokfire cold --model my.gguf --private-copy   # my.gguf is mapped by a running server
 "
     .into()
 }
@@ -228,7 +231,12 @@ fn notes(run: &RunRecord, c: &ColdRecord, s: &ColdSummary) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "eviction: posix_fadvise(DONTNEED) on {}{}, checked with mincore",
+        "eviction: posix_fadvise(DONTNEED) on {}{}{}, checked with mincore",
+        if c.settings.private_copy {
+            "a private copy (--private-copy), "
+        } else {
+            ""
+        },
         files.join(", "),
         if c.settings.drop_caches {
             " + /proc/sys/vm/drop_caches (whole machine)"
@@ -241,6 +249,25 @@ fn notes(run: &RunRecord, c: &ColdRecord, s: &ColdSummary) -> String {
         "counted: {} cold, {} warm, {} not cold (eviction did not take: more than 5 % stayed resident), {} failed",
         s.cold.starts, s.warm.starts, s.not_cold, s.failed
     );
+    let quiet = crate::record::quiet::QuietFigures::of_readings(
+        c.starts.iter().filter_map(|x| x.sentinel.as_ref()),
+    );
+    if let Some(l) = quiet.line("starts") {
+        let _ = writeln!(out, "machine: {l}");
+    }
+    // Why the eviction did not take, once per distinct reason.
+    let mut said: Vec<&str> = Vec::new();
+    for w in c
+        .starts
+        .iter()
+        .filter(|x| x.counted == Counted::NotCold)
+        .filter_map(|x| x.eviction.as_ref()?.why_not.as_deref())
+    {
+        if !said.contains(&w) {
+            said.push(w);
+            let _ = writeln!(out, "not cold: {w}");
+        }
+    }
     for f in c.starts.iter().filter(|x| x.counted == Counted::Failed) {
         let _ = writeln!(
             out,

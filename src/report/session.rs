@@ -14,10 +14,16 @@ fn secs(v: Option<f64>) -> String {
 fn row(s: &StepRecord) -> Vec<String> {
     let resident =
         |r: crate::measure::pagecache::Residency| format!("{:.0} % resident", r.fraction() * 100.0);
-    let cache = match (s.kind, s.cold, s.residency) {
-        (StepKindTag::Load, Some(true), Some(r)) => format!("cold, {}", resident(r)),
-        (StepKindTag::Load, Some(false), Some(r)) => format!("warm, {}", resident(r)),
-        (StepKindTag::Load, _, _) => "n/a (mincore unreadable)".into(),
+    let cache = match (s.kind, s.residency) {
+        (StepKindTag::Load, Some(r)) => {
+            format!("{}, {}", residency_word(r), resident(r))
+                + if s.eviction_failed.is_some() {
+                    " (eviction failed)"
+                } else {
+                    ""
+                }
+        }
+        (StepKindTag::Load, None) => "n/a (mincore unreadable)".into(),
         _ => "-".into(),
     };
     let label = if s.repeat > 0 {
@@ -90,11 +96,45 @@ fn aligned(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// `cold` (at most 5 % resident), `warm` (at least 95 %) or `partly cached`: the thresholds
+/// every verb uses.
+fn residency_word(r: crate::measure::pagecache::Residency) -> &'static str {
+    use crate::measure::pagecache::{COLD_MAX, WARM_MIN};
+    match r.fraction() {
+        f if f <= COLD_MAX => "cold",
+        f if f >= WARM_MIN => "warm",
+        _ => "partly cached",
+    }
+}
+
 /// The totals and the time-scale note.
 fn notes(s: &SessionRecord) -> String {
     let t = totals(s);
-    let mut out = format!(
-        "waiting   {:.3} s in all: loads + warm-ups {:.3} s ({} load{}, {} on a cold page cache), time to first token {:.3} s over {} request{}\n",
+    let mut out = String::new();
+    for st in &s.steps {
+        if let Some(why) = &st.eviction_failed {
+            out += &format!(
+                "step {} (line {}): evict = true did not take: {why}\n",
+                st.step + 1,
+                st.line
+            );
+        }
+    }
+    let failed = s
+        .steps
+        .iter()
+        .filter(|x| x.eviction_failed.is_some())
+        .count();
+    let failed = if failed > 0 {
+        format!(
+            ", {failed} asked eviction{} failed",
+            if failed == 1 { "" } else { "s" }
+        )
+    } else {
+        String::new()
+    };
+    out += &format!(
+        "waiting   {:.3} s in all: loads + warm-ups {:.3} s ({} load{}, {} on a cold page cache{failed}), time to first token {:.3} s over {} request{}\n",
         t.waiting_s,
         t.loading_s,
         t.loads,
@@ -113,6 +153,12 @@ fn notes(s: &SessionRecord) -> String {
             "the whole wait is {:.1}× the requests' time to first token alone\n",
             t.waiting_s / t.ttft_s
         );
+    }
+    let quiet = crate::record::quiet::QuietFigures::of_readings(
+        s.steps.iter().filter_map(|x| x.sentinel.as_ref()),
+    );
+    if let Some(l) = quiet.line("steps") {
+        out += &format!("machine: {l}\n");
     }
     if s.time_scale != 1.0 {
         out += &format!(

@@ -1,5 +1,5 @@
-//! The one-screen summary of a run, in the seeds' shape: task, prompts, quality, timing (cold,
-//! warm, tail), resources (memory, power, disk), verdict and the exact launch command.
+//! The one-screen summary of a run, in the seeds' shape: task, prompts, quality, timing (the
+//! first request of the process against the same prompt later, warm, tail), resources (memory, power, disk), verdict and the exact launch command.
 
 use std::fmt::Write;
 
@@ -104,9 +104,10 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
         &mut out,
         "timing:",
         format!(
-            "cold {} (load {load:.3} s, {cache}; first token {}); warm TTFT {} med, {} {}; kernel warm-up {}",
+            "first request {} (load {load:.3} s, {cache}; first token {}, the same prompt later {} med); warm TTFT {} med, {} {}; kernel warm-up {}",
             secs(d.cold_first_token_s),
             secs(d.first_ttft_s),
+            secs(d.first_prompt_later_ttft_s),
             secs(warm.and_then(|s| s.ttft_median_s)),
             secs(warm.and_then(|s| s.ttft_tail_s)),
             warm.map_or("tail", |s| s.tail_kind.as_str()),

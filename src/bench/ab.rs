@@ -155,7 +155,7 @@ with a 95 % bootstrap interval (expanded for few rounds); noise is each arm's MA
           twice the noise, outputs unchanged, pass rate not lower
   revert  B worse the same way, or the pass rate dropped, or greedy outputs drifted where the
           variable should not change them
-  retest  anything else, with the rounds likely to settle it (--until-decided N adds them)
+  retest  anything else, with the rounds likely to settle it (--until-decided N adds them)\n          --until-decided N looks up to N + 1 times, each at 5 % / (N + 1) (Bonferroni), so\n          stopping at the first decisive look keeps 5 %; other metrics are Holm-corrected
 Rounds the noise sentinel flags (other processes' CPU or steal time) are left out when 3 per arm
 remain. Arms run A B B A A B ... after one warm-up each, in one process.";
 
@@ -295,6 +295,9 @@ fn skeleton(
 
 /// Judges arm B against arm A and stores the verdict on B.
 fn set_verdict(records: &mut [RunRecord], plan: &Plan) -> Option<Decision> {
+    // Each pair of rounds added by --until-decided is one more look at the data.
+    let measured = arms::round_figures(&records[0]).len();
+    let look = measured.saturating_sub(records[0].config.rounds) + 1;
     let v = arms::verdict(
         &records[0],
         &records[1],
@@ -303,6 +306,8 @@ fn set_verdict(records: &mut [RunRecord], plan: &Plan) -> Option<Decision> {
             min_effect: plan.min_effect,
             drift_allowed: plan.drift_allowed.clone(),
             seed: records[0].config.sampling.seed,
+            looks: plan.until_decided + 1,
+            look,
         },
     );
     let d = v.decision;

@@ -181,6 +181,8 @@ pub fn render(
         min_effect,
         drift_allowed: None,
         seed: old.config.sampling.seed,
+        looks: 1,
+        look: 1,
     };
     let common: Vec<usize> = job_levels(old)
         .into_iter()

@@ -24,8 +24,14 @@
 //!   ±`min_effect` (then: no effect worth having).
 //! - **Disturbed rounds** (the noise sentinel saw other work on the machine) are left out when
 //!   each arm keeps at least [`MIN_ROUNDS`] undisturbed rounds; the verdict says how many.
-//! - **Also moved**: every other metric whose interval excludes no change by more than the
-//!   larger arm's noise.
+//! - **Also moved**: only `--expect` is declared in advance; every other metric measured is one
+//!   hypothesis of a family, Holm-corrected (Holm 1979) on two-sided bootstrap p-values, and a
+//!   kept one must also have its interval exclude no change by more than the larger arm's noise.
+//! - **Sequential looks**: with `--until-decided N` the data are looked at up to N + 1 times (the
+//!   first rounds, then after each added pair) and the run stops at the first look that is not a
+//!   retest; each look's interval is taken at 5 % ÷ (N + 1) (Bonferroni alpha spending), so the
+//!   chance of a false keep or revert over all looks stays at 5 % — optional stopping at 5 % per
+//!   look would not (the seeded A/A simulation in the tests shows both).
 
 use serde::{Deserialize, Serialize};
 
@@ -164,6 +170,13 @@ pub struct Input<'a> {
     pub pass_rate_a: Option<f64>,
     pub pass_rate_b: Option<f64>,
     pub seed: u64,
+    /// Looks planned at the data: 1 for a fixed number of rounds; `--until-decided N` plans
+    /// N + 1 (the first rounds, then one more pair each). Each look's interval is taken at
+    /// 5 % ÷ looks (Bonferroni spending), so stopping at the first decisive look keeps the
+    /// error rate at 5 %.
+    pub looks: usize,
+    /// Which look this is, 1-based.
+    pub look: usize,
 }
 
 /// The three answers.
@@ -203,7 +216,21 @@ pub struct Effect {
     /// Rounds used per arm.
     pub n_a: usize,
     pub n_b: usize,
+    /// Two-sided bootstrap p-value of no change (the share of resampled ratios on the far
+    /// side of 1, doubled); absent in older records.
+    #[serde(default)]
+    pub p_value: f64,
+    /// The two-sided level of the interval (0.05 for 95 %; smaller under a sequential rule).
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
 }
+
+fn default_alpha() -> f64 {
+    ALPHA
+}
+
+/// The family-wise error rate every verdict keeps: 5 %.
+pub const ALPHA: f64 = 0.05;
 
 impl Effect {
     /// The change as a signed fraction (B − A) ÷ A.
@@ -271,6 +298,19 @@ pub struct Verdict {
     pub discounted_b: usize,
     /// More rounds per arm likely to settle a retest (none: settled, or cannot tell).
     pub more_rounds: Option<usize>,
+    /// Looks planned and the look this verdict was taken at (1 and 1 without
+    /// `--until-decided`; absent in older records).
+    #[serde(default = "one")]
+    pub looks: usize,
+    #[serde(default = "one")]
+    pub look: usize,
+    /// Other metrics judged besides the expected one (the Holm family of "also moved").
+    #[serde(default)]
+    pub also_judged: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// SplitMix64 (Steele, Lea & Flood 2014): a tiny seeded generator, stable across builds.
@@ -299,6 +339,11 @@ fn resample_median(v: &[f64], rng: &mut SplitMix, buf: &mut Vec<f64>) -> f64 {
 /// The ratio of medians B ÷ A with its 95 % percentile bootstrap interval; `None` with fewer than
 /// two samples in an arm or a zero median.
 pub fn effect(metric: Metric, a: &[f64], b: &[f64], seed: u64) -> Option<Effect> {
+    effect_at(metric, a, b, seed, ALPHA)
+}
+
+/// [`effect`] with the interval at two-sided level `alpha`.
+pub fn effect_at(metric: Metric, a: &[f64], b: &[f64], seed: u64, alpha: f64) -> Option<Effect> {
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
@@ -316,7 +361,10 @@ pub fn effect(metric: Metric, a: &[f64], b: &[f64], seed: u64) -> Option<Effect>
         })
         .collect();
     ratios.sort_by(f64::total_cmp);
-    let tail = expanded_tail(a.len().min(b.len()));
+    let below = ratios.partition_point(|r| *r < 1.0);
+    let above = RESAMPLES - ratios.partition_point(|r| *r <= 1.0);
+    let p_value = (2.0 * below.min(above).max(1) as f64 / RESAMPLES as f64).min(1.0);
+    let tail = expanded_tail_at(a.len().min(b.len()), alpha);
     let at = |q: f64| ratios[((q * RESAMPLES as f64) as usize).min(RESAMPLES - 1)];
     Some(Effect {
         metric,
@@ -329,6 +377,8 @@ pub fn effect(metric: Metric, a: &[f64], b: &[f64], seed: u64) -> Option<Effect>
         noise_b: mad(b)? / mb,
         n_a: a.len(),
         n_b: b.len(),
+        p_value,
+        alpha,
     })
 }
 
@@ -344,6 +394,18 @@ const T975: [f64; 30] = [
 pub fn expanded_tail(n: usize) -> f64 {
     let n = n.max(2);
     let t = T975.get(n - 2).copied().unwrap_or(1.96);
+    let z = (n as f64 / (n as f64 - 1.0)).sqrt() * t;
+    0.5 * erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// [`expanded_tail`] at any two-sided level `alpha` (the table at 5 %, else Student's t
+/// computed).
+pub fn expanded_tail_at(n: usize, alpha: f64) -> f64 {
+    if alpha == ALPHA {
+        return expanded_tail(n);
+    }
+    let n = n.max(2);
+    let t = crate::measure::stats::t_quantile(1.0 - alpha / 2.0, (n - 1) as f64);
     let z = (n as f64 / (n as f64 - 1.0)).sqrt() * t;
     0.5 * erfc(z / std::f64::consts::SQRT_2)
 }
@@ -411,8 +473,9 @@ pub fn rounds_to_settle(e: &Effect, min_effect: f64) -> Option<usize> {
 pub fn judge(input: &Input<'_>) -> Verdict {
     let (a, discounted_a) = samples(input.expect, input.a);
     let (b, discounted_b) = samples(input.expect, input.b);
-    let effect = effect(input.expect, &a, &b, input.seed);
-    let also_moved = also_moved(input);
+    let alpha = ALPHA / input.looks.max(1) as f64;
+    let effect = effect_at(input.expect, &a, &b, input.seed, alpha);
+    let (also_moved, also_judged) = also_moved(input, alpha);
     let changed_tasks: Vec<TaskChange> = input
         .tasks
         .iter()
@@ -434,20 +497,38 @@ pub fn judge(input: &Input<'_>) -> Verdict {
         discounted_a,
         discounted_b,
         more_rounds,
+        looks: input.looks.max(1),
+        look: input.look.max(1),
+        also_judged,
     }
 }
 
-fn also_moved(input: &Input<'_>) -> Vec<Effect> {
-    Metric::ALL
+/// The other metrics that moved: each measured one is a hypothesis of the family, Holm-corrected
+/// at `alpha` (only `--expect` was declared in advance), and a kept one must also have its
+/// interval exclude no change by more than its noise and `min_effect`. Returns them and the
+/// family's size.
+fn also_moved(input: &Input<'_>, alpha: f64) -> (Vec<Effect>, usize) {
+    let all: Vec<Effect> = Metric::ALL
         .iter()
         .filter(|m| **m != input.expect)
         .filter_map(|&m| {
             let (a, _) = samples(m, input.a);
             let (b, _) = samples(m, input.b);
-            effect(m, &a, &b, input.seed)
+            effect_at(m, &a, &b, input.seed, alpha)
         })
-        .filter(|e| e.significant() && e.change().abs() > e.noise().max(input.min_effect))
-        .collect()
+        .collect();
+    let p: Vec<f64> = all.iter().map(|e| e.p_value).collect();
+    let kept = crate::measure::stats::holm(&p, alpha);
+    let n = all.len();
+    let moved = all
+        .into_iter()
+        .zip(kept)
+        .filter(|(e, k)| {
+            *k && e.significant() && e.change().abs() > e.noise().max(input.min_effect)
+        })
+        .map(|(e, _)| e)
+        .collect();
+    (moved, n)
 }
 
 fn decide(

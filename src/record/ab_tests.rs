@@ -40,6 +40,8 @@ fn input<'a>(a: &'a [RoundFigures], b: &'a [RoundFigures], tasks: &'a [TaskChang
         pass_rate_a: Some(1.0),
         pass_rate_b: Some(1.0),
         seed: 7,
+        looks: 1,
+        look: 1,
     }
 }
 
@@ -190,6 +192,8 @@ fn rounds_to_settle_scales_with_the_interval() {
         noise_b: 0.04,
         n_a: 5,
         n_b: 5,
+        p_value: 0.3,
+        alpha: ALPHA,
     };
     // Half-width ≈ 0.1 in log ratio against a 0.049 effect: about 4× the rounds.
     let more = rounds_to_settle(&e, 0.03).unwrap();
@@ -203,4 +207,57 @@ fn the_expanded_tail_shrinks_to_the_plain_one_with_many_rounds() {
     let t5 = expanded_tail(5);
     assert!(t5 > 0.0005 && t5 < 0.003, "{t5}");
     assert!(expanded_tail(10) > t5 && expanded_tail(100) > 0.02);
+}
+
+/// Runs one seeded A/A with up to `extra` added rounds per arm, stopping at the first look that
+/// is not a retest; `looks` is what the rule is told (1: no correction). True when it claimed
+/// keep or revert.
+fn sequential_aa_claims(seed: u64, extra: usize, looks: usize) -> bool {
+    let decode_only = |s: u64, n: usize| -> Vec<RoundFigures> {
+        arm(100.0, 0.05, n, s)
+            .into_iter()
+            .map(|r| RoundFigures { ttft_s: None, ..r })
+            .collect()
+    };
+    let t = same(&["x"]);
+    for look in 1..=extra + 1 {
+        let n = 5 + look - 1;
+        let (a, b) = (decode_only(seed, n), decode_only(seed + 10_000, n));
+        let mut i = input(&a, &b, &t);
+        i.seed = seed;
+        i.min_effect = 0.0;
+        i.looks = looks;
+        i.look = look;
+        if judge(&i).decision != Decision::Retest {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn until_decided_keeps_its_error_rate_where_optional_stopping_would_not() {
+    // 300 seeded A/A runs of 5 rounds per arm plus up to 10 more, judged after every pair, with
+    // --min-effect 0 so only the interval and the noise gate stand between noise and a claim.
+    let n = 300;
+    let fixed = (0..n).filter(|&s| sequential_aa_claims(s, 0, 1)).count();
+    let corrected = (0..n).filter(|&s| sequential_aa_claims(s, 10, 11)).count();
+    let naive = (0..n).filter(|&s| sequential_aa_claims(s, 10, 1)).count();
+    eprintln!("A/A claims in {n}: fixed {fixed}, sequential {corrected}, uncorrected {naive}");
+    // The stated rate is 5 %: both rules must stay within it (with room for the binomial
+    // spread of 300 runs, 5 % + 2 standard errors = 7.5 %).
+    assert!(fixed * 40 <= 3 * n as usize, "fixed rounds: {fixed} of {n}");
+    assert!(
+        corrected * 40 <= 3 * n as usize,
+        "sequential: {corrected} of {n}"
+    );
+    assert!(
+        corrected <= naive,
+        "the correction can only make claims rarer"
+    );
+    // Ten extra looks without a correction claim more often than the single look.
+    assert!(
+        naive > fixed,
+        "optional stopping inflates: {naive} vs {fixed}"
+    );
 }

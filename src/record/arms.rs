@@ -172,6 +172,9 @@ pub struct Judging {
     pub min_effect: f64,
     pub drift_allowed: Option<String>,
     pub seed: u64,
+    /// Looks planned and this look, 1-based (1 and 1: a fixed number of rounds).
+    pub looks: usize,
+    pub look: usize,
 }
 
 /// The A/B verdict of run `b` against run `a` (their first levels).
@@ -208,5 +211,7 @@ fn judge(
         pass_rate_a: pass_rate(a),
         pass_rate_b: pass_rate(b),
         seed: j.seed,
+        looks: j.looks,
+        look: j.look,
     })
 }

@@ -45,6 +45,17 @@ pub fn verdict_block(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
         );
     }
     let _ = writeln!(out, "verdict: {} — {}", v.decision, v.reason);
+    if v.looks > 1 {
+        let _ = writeln!(
+            out,
+            "  sequential: {} planned looks (--until-decided), each interval at {} % (5 % / {}, \
+             Bonferroni), so stopping early keeps 5 %; this is look {}",
+            v.looks,
+            super::fixed(100.0 - 5.0 / v.looks as f64, 2),
+            v.looks,
+            v.look
+        );
+    }
     if let Some(n) = v.more_rounds {
         // Name a flag the verb that shows this accepts: `ab` adds rounds itself, `compare` and
         // `rerun` need runs with more measured rounds.
@@ -61,9 +72,13 @@ pub fn verdict_block(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
         }
     }
     let moved: Vec<String> = v.also_moved.iter().map(Effect::label).collect();
+    let family = match v.also_judged {
+        0 => String::new(),
+        n => format!(" (Holm over {n} metrics not named by --expect)"),
+    };
     let _ = writeln!(
         out,
-        "also moved: {}",
+        "also moved{family}: {}",
         if moved.is_empty() {
             "nothing beyond its noise".into()
         } else {

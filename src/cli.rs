@@ -106,6 +106,10 @@ pub enum Command {
     #[command(mut_arg("warmup", |a| a.help("Warm-up rounds per arm, kept apart from the statistics")))]
     #[command(after_help = "Example: tokfire ab --vary threads=1,2 --expect decode   (--help: keys, metrics, verdict)", after_long_help = crate::bench::ab::help())]
     Ab(AbArgs),
+    /// This machine's noise: A/A pairs give each metric's noise floor and the false-positive
+    /// rate of ab's rule; saved as the profile ab reads.
+    #[command(after_help = CALIBRATE_HELP)]
+    Calibrate(CalibrateArgs),
     /// Cold starts in fresh processes: page cache evicted, clocks from exec to the last token.
     #[command(after_help = "Example: tokfire cold --repeat 5   (--help: every clock defined)", after_long_help = crate::report::cold::help())]
     Cold(ColdArgs),
@@ -269,6 +273,10 @@ pub struct BenchArgs {
     /// headroom; tighter levels are flagged "comfortable, no headroom".
     #[arg(long, default_value_t = crate::config::run::DEFAULT_HEADROOM)]
     pub headroom: f64,
+    /// Before each measured round, wait up to SECONDS for other processes to leave the CPU
+    /// (under a quarter of a core for half a second); what was waited is recorded per round.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    pub quiet_wait: f64,
     /// Exit with status 1 when the verdict is not comfortable at the highest level run (run,
     /// sweep), or is not keep (ab): for CI.
     #[arg(long)]
@@ -413,6 +421,35 @@ Examples:
 Only `run` and `sweep` records are repeated (an A/B, cold starts or a session: run their own
 command again). The stored configuration is validated as if typed; a stored --trace is not
 written again; a workload whose content changed since the run is refused.";
+
+const CALIBRATE_HELP: &str =
+    "Runs --pairs A/A pairs (two identical arms, rounds interleaved as in ab, at
+least 5 measured rounds each) within --budget seconds, then prints per metric how far B / A
+moved when nothing changed (median and worst pair) and the within-arm noise, the share of pairs
+ab's rule called keep or revert at --min-effect (its false-positive rate here, with a 95 % upper
+bound), and whether the calibration itself was disturbed. Saves OUT_DIR/calibration.json; ab
+warns when --min-effect is below the worst A/A movement of its --expect metric on this CPU.
+
+Examples:
+  tokfire calibrate                               # 6 pairs of the chat workload, default model
+  tokfire calibrate --pairs 10 --workload code -n 16 --threads 2
+  tokfire calibrate --model my.gguf --format json --budget 300";
+
+/// `tokfire calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    /// A/A pairs to run (each: one warm-up and --rounds measured rounds per arm).
+    #[arg(long, default_value_t = 6)]
+    pub pairs: usize,
+    /// The --min-effect the false-positive rate is measured at (0.03 = 3 %).
+    #[arg(long, default_value_t = crate::record::ab::DEFAULT_MIN_EFFECT)]
+    pub min_effect: f64,
+    /// Stop starting new pairs after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    pub budget: f64,
+}
 
 /// `tokfire ab`.
 #[derive(Debug, Args)]

@@ -519,3 +519,59 @@ fn ab_honours_format_and_exit_code_and_report_renders_the_pair_in_every_format()
     fails(&a, &["--trace", "tokfire run --trace"]);
     assert_eq!(read(std::path::Path::new(o)).runs.len(), 2);
 }
+
+#[test]
+fn calibrate_measures_the_noise_floor_and_ab_warns_below_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let o = dir.path().join("cal.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        o.to_str().unwrap(),
+    );
+    let mut a = vec!["calibrate", "--pairs", "3", "--threads", "1"];
+    a.extend(args(m, wl, o));
+    let screen = ok(&a);
+    for want in [
+        "A/A worst",
+        "within-arm noise",
+        "decode tok/s",
+        "false positives: ",
+        "machine: ",
+    ] {
+        assert!(screen.contains(want), "'{want}' not in:\n{screen}");
+    }
+    let path = dir.path().join("calibration.json");
+    let mut profile: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(profile["pairs"], 3);
+    assert_eq!(profile["rounds"], 5, "raised to the rounds a verdict needs");
+    assert!(
+        profile["floors"]["decode"]["ab_change_max"]
+            .as_f64()
+            .unwrap()
+            >= 0.0
+    );
+    let fp = profile["false_positives"].as_u64().unwrap();
+    assert!(fp <= 3);
+    assert_eq!(
+        read(std::path::Path::new(o)).runs.len(),
+        6,
+        "every A/A arm is kept"
+    );
+    // ab reads the profile: a --min-effect below the A/A movement of its metric is flagged.
+    profile["floors"]["decode"]["ab_change_max"] = 0.5.into();
+    std::fs::write(&path, profile.to_string()).unwrap();
+    let mut a = vec!["ab", "--aa", "--rounds", "3", "--threads", "1"];
+    a.extend(args(m, wl, o));
+    let out = tokfire().args(&a).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("--min-effect 3.0 % is below what this machine resolves for decode tok/s"),
+        "{err}"
+    );
+    assert!(err.contains("moved up to 50.0 %"), "{err}");
+    fails(&["calibrate", "--pairs", "1", "--model", m], &["--pairs"]);
+}

@@ -58,7 +58,7 @@ fn generate_on_a_synthetic_model_prints_text_and_the_four_clocks() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    for clock in ["load", "warm-up", "prefill", "decode", "tok/s"] {
+    for clock in ["load", "warm-up", "prefill", "decode", "tok/s", "machine: "] {
         assert!(stderr.contains(clock), "missing {clock} in {stderr}");
     }
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -346,6 +346,8 @@ fn a_cpu_hog_beside_a_run_flags_its_rounds_and_the_verdict_is_retest() {
         "16",
         "--model",
         "smollm2-135m-instruct-q4_1",
+        "--quiet-wait",
+        "1",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -361,6 +363,25 @@ fn a_cpu_hog_beside_a_run_flags_its_rounds_and_the_verdict_is_retest() {
     if seen.iter().any(|s| s.other_cpu_s.is_none()) {
         return; // no /proc/stat here: nothing to judge by
     }
+    // --quiet-wait waited before every measured round, ran out and said so.
+    let waits: Vec<_> = rounds
+        .iter()
+        .filter(|r| !r.warmup)
+        .map(|r| r.quiet_wait)
+        .collect();
+    for w in waits {
+        let w = w.expect("a wait before every measured round");
+        assert!(!w.quiet && w.waited_s >= 0.9, "{w:?}");
+    }
+    assert!(rounds
+        .iter()
+        .filter(|r| r.warmup)
+        .all(|r| r.quiet_wait.is_none()));
+    assert!(sheet.contains("--quiet-wait 1: waited"), "{sheet}");
+    assert!(
+        sheet.contains("3 started with the machine still busy"),
+        "{sheet}"
+    );
     let s = run.summary.as_ref().unwrap();
     let q = &s.levels[0].quiet;
     assert!(q.mostly_disturbed(), "{q:?}: {seen:?}");

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use super::progress::{Position, Progress};
 use super::round::RoundSetup;
-use super::sweep::{measured_round, now_utc, prepare, signal_name};
+use super::sweep::{measured_round, prepare, signal_name};
 use crate::bench::error::BenchError;
 use crate::config::run::RunConfig;
 use crate::error::ConfigError;
@@ -203,11 +203,7 @@ pub fn run(
 ) -> Result<[RunRecord; 2], BenchError> {
     let workload = workload::load(&arms_cfg[0].workload)?;
     let writer = RecordWriter::open(&arms_cfg[0].out)?;
-    let pair = format!(
-        "{}-{}",
-        now_utc().replace([':', '-'], ""),
-        std::process::id()
-    );
+    let pair = super::sweep::unique_id();
     let mut records: Vec<RunRecord> = arms_cfg
         .iter()
         .zip(["A", "B"])
@@ -510,9 +506,13 @@ fn one_round(
     let level = state.kernels.unwrap_or_else(kernels::detect);
     kernels::force_level(level).map_err(|e| BenchError::Engine(EngineError::Invalid(e)))?;
     memory::reset_peak();
-    let out = state
+    let wait = state.record.config.quiet_wait_s;
+    let waited =
+        (!warmup && wait > 0.0).then(|| crate::measure::sentinel::wait_quiet(wait, setup.stop));
+    let mut out = state
         .pool
         .install(|| measured_round(setup, setup_jobs(state), energy, progress))?;
+    out.record.quiet_wait = waited;
     // One reading per round, the one the round record carries.
     let seen = out.record.sentinel.clone();
     super::spec_setup::note_round(&mut state.record, &out);

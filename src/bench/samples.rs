@@ -163,6 +163,7 @@ pub(crate) fn round_record(events: &[Event], start: Instant, done: &[TaskDone]) 
         spec: super::spec_samples::spec_sample(events),
         timeline: super::timeline::timeline(events),
         sentinel: None,
+        quiet_wait: None,
     }
 }
 

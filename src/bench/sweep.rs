@@ -211,7 +211,10 @@ fn levels(
             super::baseline::round(&base_setup, record, &base_at, energy, |d, t| {
                 progress.update(at, d, t)
             })?;
-            let out = measured_round(setup, jobs, energy, |d, t| progress.update(at, d, t))?;
+            let waited = (!warmup && cfg.quiet_wait_s > 0.0)
+                .then(|| crate::measure::sentinel::wait_quiet(cfg.quiet_wait_s, setup.stop));
+            let mut out = measured_round(setup, jobs, energy, |d, t| progress.update(at, d, t))?;
+            out.record.quiet_wait = waited;
             super::spec_setup::note_round(record, &out);
             let level = record.levels.last_mut().expect("level pushed above");
             level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
@@ -310,11 +313,7 @@ pub(crate) fn model_info(loaded: &Loaded, path: &ModelPath) -> Result<ModelInfo,
 /// A running record of `config` on this build and machine, id `UTC-PID`, nothing measured yet.
 pub(crate) fn new_record(config: RunConfig, workload: Workload, command: Vec<String>) -> RunRecord {
     RunRecord {
-        id: format!(
-            "{}-{}",
-            now_utc().replace([':', '-'], ""),
-            std::process::id()
-        ),
+        id: unique_id(),
         started_utc: now_utc(),
         status: RunStatus::Running,
         command,
@@ -334,6 +333,21 @@ pub(crate) fn new_record(config: RunConfig, workload: Workload, command: Vec<Str
         baseline: None,
         drafter: None,
         session: None,
+    }
+}
+
+/// `START-PID`, unique within the process too: a process that starts several runs in one second
+/// (`calibrate`'s A/A pairs) numbers the later ones `START-PID-2`, `-3`, …
+pub(crate) fn unique_id() -> String {
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let base = format!(
+        "{}-{}",
+        now_utc().replace([':', '-'], ""),
+        std::process::id()
+    );
+    match SEQ.fetch_add(1, Ordering::Relaxed) {
+        0 => base,
+        n => format!("{base}-{}", n + 1),
     }
 }
 

@@ -215,6 +215,13 @@ pub fn run(args: AbArgs) -> anyhow::Result<()> {
     for w in warnings {
         eprintln!("warning: {w}");
     }
+    // The machine profile `calibrate` saved beside the results, when it is this CPU's.
+    let cpu = crate::measure::provenance::Machine::current().cpu_model;
+    if let Some(p) = super::calibrate::load_profile(&cfgs[0].out).filter(|p| p.cpu_model == cpu) {
+        if let Some(w) = p.warning(plan.expect, plan.min_effect) {
+            eprintln!("warning: {w}");
+        }
+    }
     let command: Vec<String> = std::env::args().collect();
     let stop = super::bench::stop_on_signals()?;
     let mut progress = Progress::stderr();

@@ -47,6 +47,7 @@ pub(crate) fn config(
         format: args.format,
         trace: args.trace.clone(),
         headroom: args.headroom,
+        quiet_wait_s: args.quiet_wait,
         notes: args.note.clone(),
         spec: crate::config::spec::SpecConfig {
             method: crate::spec::SpecMethod::parse(&args.spec)?,

@@ -151,6 +151,7 @@ fn plan(args: &ColdArgs) -> anyhow::Result<ColdPlan> {
         notes: Vec::new(),
         spec: Default::default(),
         think: Default::default(),
+        quiet_wait_s: 0.0,
     };
     config.sampling.validate()?;
     let exe = std::env::current_exe().map_err(|e| {

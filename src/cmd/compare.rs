@@ -29,6 +29,7 @@ const IGNORED: &[&str] = &[
     "rounds",
     "warmup_rounds",
     "headroom",
+    "quiet_wait_s",
     "model.cache_dir",
     "model.hf_cache_dir",
 ];

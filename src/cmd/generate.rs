@@ -17,6 +17,7 @@ pub(crate) fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let runtime = super::runtime_config(&args.runtime)?.apply(cfg.device)?;
     let sampling = args.sampling.config();
     sampling.validate()?;
+    let seen = crate::measure::sentinel::Snapshot::take();
     let loaded = model::load(&cfg)?;
     let prompt = prompt_text(&args, &loaded)?;
     let ids = loaded.tokenizer.encode(&prompt)?;
@@ -42,6 +43,16 @@ pub(crate) fn run(args: GenerateArgs) -> anyhow::Result<()> {
         split: loaded.split.as_ref(),
     };
     eprint!("{}", clocks::text(&ctx, &g));
+    // What else the machine did from load to last token (the OS's counters, not the flags).
+    let reading = seen.until(&crate::measure::sentinel::Snapshot::take());
+    let quiet = crate::record::quiet::QuietFigures::of_readings([&reading]);
+    let line = quiet.line("runs").unwrap_or_else(|| {
+        format!(
+            "n/a (this run took {:.2} s; under 0.25 s the OS's 10 ms ticks cannot tell)",
+            reading.wall_s
+        )
+    });
+    eprintln!("machine: {line}");
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 
 mod ab;
 mod bench;
+mod calibrate;
 mod cold;
 mod compare;
 mod generate;
@@ -26,6 +27,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => bench::run("run", &args.bench, vec![args.jobs]),
         Command::Sweep(args) => bench::run("sweep", &args.bench, args.jobs),
         Command::Ab(args) => ab::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
         Command::Cold(args) => cold::run(args),
         Command::ColdChild(args) => cold::child(args),
         Command::Session(args) => session::run(args),

@@ -129,6 +129,7 @@ fn plan(args: &SessionArgs) -> anyhow::Result<SessionPlan> {
         notes: Vec::new(),
         spec: Default::default(),
         think: Default::default(),
+        quiet_wait_s: 0.0,
     };
     Ok(SessionPlan {
         workload: workload_of(&s, &text),

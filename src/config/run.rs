@@ -152,7 +152,18 @@ pub struct RunConfig {
         skip_serializing_if = "crate::config::think::ThinkConfig::is_lockstep"
     )]
     pub think: crate::config::think::ThinkConfig,
+    /// Before each measured round, wait up to this long for the machine to be quiet
+    /// (`--quiet-wait`; 0: do not wait).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quiet_wait_s: f64,
 }
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// Longest `--quiet-wait` accepted, seconds.
+pub(crate) const MAX_QUIET_WAIT_S: f64 = 3600.0;
 
 /// Default `--headroom`: a comfortable level should stay 20 % inside every target.
 pub(crate) const DEFAULT_HEADROOM: f64 = 0.2;
@@ -173,6 +184,13 @@ impl RunConfig {
                 "--prefix-cache",
                 "on",
                 "--spec mtp drafts from the target's hidden state of every prompt token, which a reused prefix never computes; use --prefix-cache off with --spec mtp, or another --spec",
+            ));
+        }
+        if !(0.0..=MAX_QUIET_WAIT_S).contains(&self.quiet_wait_s) {
+            return Err(ConfigError::flag(
+                "--quiet-wait",
+                self.quiet_wait_s.to_string(),
+                format!("seconds from 0 to {MAX_QUIET_WAIT_S}, e.g. 30"),
             ));
         }
         if !(0.0..1.0).contains(&self.headroom) {

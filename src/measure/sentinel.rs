@@ -221,6 +221,38 @@ impl Snapshot {
     }
 }
 
+/// What `--quiet-wait` waited before a round.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QuietWait {
+    /// Seconds waited.
+    pub waited_s: f64,
+    /// Whether the machine was quiet when the round started (false: the wait ran out).
+    pub quiet: bool,
+}
+
+/// Half-second windows watched by [`wait_quiet`].
+const QUIET_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Waits up to `max_s` seconds for a half-second window in which other processes kept at most
+/// [`OTHER_CORES_MAX`] of a core busy; returns early (not quiet) once `stop` holds a signal.
+pub fn wait_quiet(max_s: f64, stop: Option<&std::sync::atomic::AtomicUsize>) -> QuietWait {
+    let start = Instant::now();
+    loop {
+        let a = Snapshot::take();
+        std::thread::sleep(QUIET_WINDOW);
+        let seen = a.until(&Snapshot::take());
+        let quiet = match seen.other_cpu_s {
+            Some(o) => o / seen.wall_s.max(1e-9) <= OTHER_CORES_MAX,
+            None => true, // nothing to watch: waiting would only lose time
+        };
+        let waited_s = start.elapsed().as_secs_f64();
+        let stopped = stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed) != 0);
+        if quiet || stopped || waited_s >= max_s {
+            return QuietWait { waited_s, quiet };
+        }
+    }
+}
+
 /// Disturbed or not, and why.
 pub fn judge(wall: f64, other_s: Option<f64>, steal_s: Option<f64>) -> (bool, Option<String>) {
     if wall < MIN_JUDGED_WALL_S {

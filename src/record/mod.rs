@@ -7,6 +7,7 @@
 pub mod ab;
 pub mod arms;
 pub mod baseline;
+pub mod calibration;
 pub mod cold;
 pub mod diff;
 pub(crate) mod io;
@@ -203,6 +204,9 @@ pub struct RoundRecord {
     /// records written before every round carried it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sentinel: Option<crate::measure::sentinel::RoundSentinel>,
+    /// What `--quiet-wait` waited before the round (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet_wait: Option<crate::measure::sentinel::QuietWait>,
 }
 
 /// One engine step as the scheduler planned it.

@@ -116,6 +116,7 @@ fn level_figures_sum_the_timeline() {
         spec: Default::default(),
         timeline,
         sentinel: None,
+        quiet_wait: None,
     };
     let cfg = SchedulerConfig {
         max_seqs: 3,

@@ -439,6 +439,7 @@ mod tests {
             spec: Default::default(),
             timeline: vec![],
             sentinel: None,
+            quiet_wait: None,
         };
         let mut warm = round.clone();
         warm.warmup = true;

@@ -169,6 +169,9 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
     if let Some(machine) = machine_line(d) {
         line(&mut out, "machine:", machine);
     }
+    if let Some(w) = quiet_wait_line(run) {
+        line(&mut out, "", w);
+    }
     // One line per level: the changepoint verdict of its decode steps.
     for (i, l) in d.levels.iter().enumerate() {
         if let Some(s) = l.steady.describe() {
@@ -179,6 +182,29 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
     line(&mut out, "verdict:", d.verdict.line.clone());
     line(&mut out, "command:", command_line(&run.command));
     out
+}
+
+/// What `--quiet-wait` did before the measured rounds: total and longest wait, and how many
+/// rounds started while the machine was still busy; none without the flag.
+fn quiet_wait_line(run: &RunRecord) -> Option<String> {
+    let waits: Vec<crate::measure::sentinel::QuietWait> = run
+        .levels
+        .iter()
+        .flat_map(|l| &l.rounds)
+        .filter_map(|r| r.quiet_wait)
+        .collect();
+    if waits.is_empty() {
+        return None;
+    }
+    let total: f64 = waits.iter().map(|w| w.waited_s).sum();
+    let longest = waits.iter().map(|w| w.waited_s).fold(0.0, f64::max);
+    let busy = waits.iter().filter(|w| !w.quiet).count();
+    Some(format!(
+        "--quiet-wait {}: waited {total:.1} s before {} rounds (longest {longest:.1} s); {busy} \
+         started with the machine still busy",
+        run.config.quiet_wait_s,
+        waits.len()
+    ))
 }
 
 /// What the noise sentinel saw, over every level: quiet, or which levels were disturbed and by

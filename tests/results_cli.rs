@@ -418,4 +418,12 @@ fn a_cpu_hog_beside_a_run_flags_its_rounds_and_the_verdict_is_retest() {
         page.contains("rounds disturbed") && page.contains("retest"),
         "HTML says it"
     );
+    assert!(
+        page.contains("— DISTURBED: other processes"),
+        "the round shown is marked"
+    );
+    assert!(
+        seen.iter().all(|s| s.minor_faults.is_some()),
+        "page faults read"
+    );
 }

@@ -46,6 +46,12 @@ pub struct RoundSentinel {
     /// Context switches of all threads of this process during the round.
     pub voluntary_switches: Option<u64>,
     pub involuntary_switches: Option<u64>,
+    /// Page faults of this process during the round: minor (page already in memory) and
+    /// major (read from storage) (absent in older records).
+    #[serde(default)]
+    pub minor_faults: Option<u64>,
+    #[serde(default)]
+    pub major_faults: Option<u64>,
     /// 1-minute load average at the end of the round.
     pub loadavg_1m: Option<f64>,
     /// CPU 0's frequency governor (`performance`, `powersave`, …).
@@ -70,6 +76,8 @@ pub struct Snapshot {
     threads: Vec<(u32, u64)>,
     /// (voluntary, involuntary) summed over threads.
     switches: Option<(u64, u64)>,
+    /// (minor, major) page faults of this process (`/proc/self/stat`).
+    faults: Option<(u64, u64)>,
     /// CPU time of this process's children that have exited (`RUSAGE_CHILDREN`), seconds: a
     /// child started and reaped between two snapshots (a `cold` start) counts as our own work.
     children_cpu_s: Option<f64>,
@@ -118,6 +126,14 @@ pub fn parse_task_ticks(text: &str) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// (minflt, majflt) of a `/proc/*/stat` line (fields 10 and 12).
+pub fn parse_faults(text: &str) -> Option<(u64, u64)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ')': state is field 3, so field 10 is index 7 and field 12 index 9.
+    Some((f.get(7)?.parse().ok()?, f.get(9)?.parse().ok()?))
+}
+
 fn switches_of(status: &str) -> Option<(u64, u64)> {
     let get = |k: &str| {
         status
@@ -160,6 +176,7 @@ impl Snapshot {
             total: read("/proc/stat").and_then(|s| parse_stat(&s)),
             threads,
             switches,
+            faults: read("/proc/self/stat").and_then(|s| parse_faults(&s)),
             children_cpu_s: children_cpu_s(),
         }
     }
@@ -207,6 +224,14 @@ impl Snapshot {
             busy_threads,
             voluntary_switches: vol,
             involuntary_switches: invol,
+            minor_faults: self
+                .faults
+                .zip(end.faults)
+                .map(|(a, b)| b.0.saturating_sub(a.0)),
+            major_faults: self
+                .faults
+                .zip(end.faults)
+                .map(|(a, b)| b.1.saturating_sub(a.1)),
             loadavg_1m: read("/proc/loadavg")
                 .and_then(|s| s.split_whitespace().next()?.parse().ok()),
             governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
@@ -288,6 +313,7 @@ mod tests {
         assert_eq!(parse_stat(stat), Some((160, 40)));
         let task = "1234 (tok fire) R 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 3";
         assert_eq!(parse_task_ticks(task), Some(300));
+        assert_eq!(parse_faults(task), Some((7, 9)));
         let status = "voluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
         assert_eq!(switches_of(status), Some((12, 3)));
     }

@@ -134,6 +134,8 @@ mod tests {
                 busy_threads: Some(1),
                 voluntary_switches: None,
                 involuntary_switches: None,
+                minor_faults: None,
+                major_faults: None,
                 loadavg_1m: Some(1.0),
                 governor: None,
                 freq_mhz: None,

@@ -226,8 +226,16 @@ fn timeline(level: &LevelRecord, i: usize) -> String {
         .max()
         .map_or(1, |n| n.min(MAX_LANES));
     let lane_h = (420.0 / lanes as f64).clamp(6.0, 36.0);
+    // The sentinel's word on this very round: a disturbed round is marked in its title.
+    let mark = match round.sentinel.as_ref() {
+        Some(s) if s.disturbed => format!(
+            " — DISTURBED: {}",
+            s.why.as_deref().unwrap_or("other work on the machine")
+        ),
+        _ => String::new(),
+    };
     let title = format!(
-        "Request timeline, {}: measured round {n_measured} of {n_measured} (round index {})",
+        "Request timeline, {}: measured round {n_measured} of {n_measured} (round index {}){mark}",
         jobs_label(level.jobs),
         round.index
     );

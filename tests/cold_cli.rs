@@ -287,11 +287,7 @@ fn a_model_another_process_maps_is_named_and_private_copy_makes_it_cold() {
     let dir = disk_dir();
     let m = tiny(dir.path());
     // This test process maps the model, as a running server would.
-    let file = std::fs::File::open(&m).unwrap();
-    // SAFETY: a read-only map of a file nobody writes while the test runs.
-    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
-    let touched: u64 = map.iter().step_by(4096).map(|b| *b as u64).sum();
-    std::hint::black_box(touched);
+    let map = support::hold_mapped(&m);
     let out = dir.path().join("cold.json");
     let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
     a.extend(["--repeat", "1"]);

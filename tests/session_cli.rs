@@ -209,10 +209,7 @@ fn an_asked_eviction_that_did_not_take_says_so_and_why() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let m = tiny(dir.path());
     // This test process maps the model, as a running server would: its pages cannot leave.
-    let file = std::fs::File::open(&m).unwrap();
-    // SAFETY: a read-only map of a file nobody writes while the test runs.
-    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
-    std::hint::black_box(map.iter().step_by(4096).map(|b| *b as u64).sum::<u64>());
+    let map = support::hold_mapped(&m);
     let s = script(dir.path(), &m, "[[step]]\nraw = \"once\"\nmax_tokens = 2\n");
     let out = dir.path().join("r.json");
     let res = tokfire()

@@ -157,8 +157,10 @@ fn parse<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, ConfigError> {
 fn set(cfg: &mut RunConfig, key: &str, v: &str) -> Result<(), ConfigError> {
     match key {
         "threads" => {
-            cfg.runtime =
-                crate::config::RuntimeConfig::parse(Some(parse(key, v)?), &kernels_name(cfg))?
+            cfg.runtime = crate::config::RuntimeConfig::parse(
+                Some(parse(key, v)?),
+                &cfg.runtime.kernels_flag(),
+            )?
         }
         "kernels" => cfg.runtime = crate::config::RuntimeConfig::parse(cfg.runtime.threads, v)?,
         "max-batch-tokens" => cfg.engine.max_batch_tokens = parse(key, v)?,
@@ -204,10 +206,6 @@ fn set(cfg: &mut RunConfig, key: &str, v: &str) -> Result<(), ConfigError> {
     cfg.validate(true)
         .map(|_| ())
         .map_err(|e| bad("--vary", &format!("{key}={v}"), e.to_string()))
-}
-
-fn kernels_name(cfg: &RunConfig) -> String {
-    cfg.runtime.kernels.map_or("auto".into(), |l| l.to_string())
 }
 
 pub fn run(args: AbArgs) -> anyhow::Result<()> {

@@ -185,9 +185,10 @@ pub fn render(
         looks: 1,
         look: 1,
     };
+    let new_jobs = job_levels(new);
     let common: Vec<usize> = job_levels(old)
         .into_iter()
-        .filter(|j| job_levels(new).contains(j))
+        .filter(|j| new_jobs.contains(j))
         .collect();
     if common.is_empty() {
         out += "verdict: none — the two runs share no measured job level\n";

@@ -98,10 +98,7 @@ fn config(args: &RerunArgs, old: &RunRecord) -> anyhow::Result<RunConfig> {
         cfg.notes = args.note.clone();
     }
     cfg.model.device.check_built()?;
-    crate::config::RuntimeConfig::parse(
-        cfg.runtime.threads,
-        &cfg.runtime.kernels.map_or("auto".into(), |k| k.to_string()),
-    )?;
+    crate::config::RuntimeConfig::parse(cfg.runtime.threads, &cfg.runtime.kernels_flag())?;
     cfg.think.validate()?;
     let now = crate::workload::load(&cfg.workload)?;
     anyhow::ensure!(

@@ -158,6 +158,11 @@ impl RuntimeConfig {
         Ok(Self { threads, kernels })
     }
 
+    /// `--kernels` as typed: `auto` or the forced level.
+    pub(crate) fn kernels_flag(&self) -> String {
+        self.kernels.map_or("auto".into(), |l| l.to_string())
+    }
+
     /// Builds the thread pool and sets the kernel level, once per process and before any model
     /// work; returns what the engine runs with.
     pub(crate) fn apply(&self, device: DeviceSpec) -> Result<RuntimeInfo, ConfigError> {

@@ -120,3 +120,13 @@ pub fn wait_for_rounds(child: &mut std::process::Child, out: &Path, n: usize) {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
+
+/// Maps `path` read-only and touches every page, as a running server holding the model would:
+/// its pages cannot be evicted while the map lives.
+pub fn hold_mapped(path: &Path) -> memmap2::Mmap {
+    let file = std::fs::File::open(path).unwrap();
+    // SAFETY: a read-only map of a file nobody writes while the test runs.
+    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    std::hint::black_box(map.iter().step_by(4096).map(|b| *b as u64).sum::<u64>());
+    map
+}

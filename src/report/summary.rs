@@ -231,18 +231,11 @@ pub(crate) fn machine_line(d: &RunSummary) -> Option<String> {
             "quiet: 0 of {rounds} rounds disturbed (other processes at most {other} cores busy, median per level)"
         ));
     }
-    let levels: Vec<String> = d
-        .levels
-        .iter()
-        .filter_map(|l| {
-            l.quiet
-                .disturbed_line()
-                .map(|x| format!("{}: {x}", super::plural(l.jobs, "job")))
-        })
-        .collect();
+    // Per level the sheet's `disturbed` column and the verdict say which; this line fits 100
+    // columns.
     Some(format!(
-        "{disturbed} of {rounds} rounds disturbed ({}); retest on a quiet machine",
-        levels.join("; ")
+        "{disturbed} of {rounds} rounds disturbed (others kept up to {other} cores busy); retest \
+         on a quiet machine"
     ))
 }
 

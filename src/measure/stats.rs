@@ -61,34 +61,6 @@ fn sorted(samples: &[f64]) -> Vec<f64> {
     v
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_of_odd_even_and_empty() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[f64::NAN, 5.0]), Some(5.0));
-        assert_eq!(max(&[1.0, 9.0, 3.0]), Some(9.0));
-        assert_eq!(min(&[4.0, 9.0, 3.0]), Some(3.0));
-        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0, 100.0]), Some(1.0));
-        assert_eq!(mad(&[]), None);
-    }
-
-    #[test]
-    fn percentile_nearest_rank_and_tail() {
-        let v: Vec<f64> = (1..=20).map(f64::from).collect();
-        assert_eq!(percentile(&v, 95.0), Some(19.0));
-        assert_eq!(percentile(&v, 100.0), Some(20.0));
-        assert_eq!(percentile(&v, 0.0), Some(1.0));
-        assert_eq!(tail(&v), Some((19.0, "p95")));
-        assert_eq!(tail(&[3.0, 1.0, 2.0]), Some((3.0, "slowest")));
-        assert_eq!(tail(&[]), None);
-    }
-}
-
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms; relative error below 1e-13).
 fn ln_gamma(x: f64) -> f64 {
     const C: [f64; 9] = [
@@ -213,3 +185,7 @@ mod distribution_tests {
         assert!(holm(&[], 0.05).is_empty());
     }
 }
+
+#[cfg(test)]
+#[path = "stats_tests.rs"]
+mod tests;

@@ -240,15 +240,5 @@ pub(crate) fn machine_line(d: &RunSummary) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quotes_only_what_needs_it() {
-        let args = ["tokfire", "sweep", "--workload", "my tasks.toml", "it's"].map(String::from);
-        assert_eq!(
-            command_line(&args),
-            r"tokfire sweep --workload 'my tasks.toml' 'it'\''s'"
-        );
-    }
-}
+#[path = "summary_tests.rs"]
+mod tests;

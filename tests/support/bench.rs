@@ -8,6 +8,13 @@ use assert_cmd::Command;
 use tokfire::model::synthetic::{write_gguf, Spec};
 use tokfire::record::ResultsFile;
 
+/// Held by every test that starts the shipped real models: the tests of one binary run in
+/// parallel, and a cold start's eviction does not take while another test maps the same file.
+pub fn real_weights() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub fn tokfire() -> Command {
     let mut c = Command::cargo_bin("tokfire").unwrap();
     c.env_remove("TOKFIRE_CACHE").env("TOKFIRE_LOG", "error");

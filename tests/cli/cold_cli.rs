@@ -1,0 +1,331 @@
+//! `tokfire cold` end to end on a tiny synthetic model written under the build folder (a disk
+//! file system: a tmpfs keeps every page, so eviction could not take there): eviction measurably
+//! drops residency, every clock is present and in order, a killed start is a failed start kept in
+//! the record, `--drop-caches` without root is a clear error, `report` re-renders the run, and
+//! SIGINT kills the running child and keeps the starts done in an interrupted record.
+
+use std::path::{Path, PathBuf};
+
+use tokfire::record::cold::{Counted, StartKind};
+use tokfire::record::{ResultsFile, RunStatus};
+
+use crate::support;
+use support::{read, tiny, tokfire};
+
+fn disk_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn cold_args<'a>(model: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "cold",
+        "--model",
+        model,
+        "--prompt",
+        "once upon",
+        "-n",
+        "3",
+        "--threads",
+        "1",
+        "--out",
+        out,
+    ]
+}
+
+fn run_cold(dir: &Path, extra: &[&str]) -> (std::process::Output, PathBuf) {
+    let m = tiny(dir);
+    let out = dir.join("cold.json");
+    let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
+    a.extend(extra);
+    let res = tokfire().args(&a).output().unwrap();
+    (res, out)
+}
+
+#[test]
+fn cold_starts_evict_and_time_every_clock() {
+    let dir = disk_dir();
+    let (res, out) = run_cold(dir.path(), &["--repeat", "2"]);
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    for want in [
+        "cold median",
+        "warm slowest",
+        "first token",
+        "read (median)",
+        "counted: 2 cold, 2 warm",
+        "load split s (header/tokenizer/weights/touch)",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    let file: ResultsFile = read(&out);
+    let run = &file.runs[0];
+    assert_eq!(run.status, RunStatus::Complete);
+    assert_eq!(run.config.verb, "cold");
+    let cold = run.cold.as_ref().expect("a cold record");
+    assert_eq!(cold.starts.len(), 4);
+    let kinds: Vec<StartKind> = cold.starts.iter().map(|s| s.kind).collect();
+    use StartKind::{Cold, Warm};
+    assert_eq!(kinds, [Cold, Warm, Cold, Warm], "interleaved");
+    for s in &cold.starts {
+        let c = s.clocks.expect("every clock of a finished start");
+        let seq = [
+            c.main_s,
+            c.loaded_s,
+            c.warm_s,
+            c.first_token_s,
+            c.last_token_s,
+            s.exit_s,
+        ];
+        assert!(
+            seq.windows(2).all(|w| w[0] <= w[1]) && seq[0] > 0.0,
+            "{seq:?}"
+        );
+        assert!(s.output_tokens >= 1 && s.read_bytes.is_some());
+        let split = s
+            .load_split
+            .as_ref()
+            .expect("a GGUF start records its load split");
+        let cell = format!(
+            "{:.3}/{:.3}/{:.3}/{:.3} ",
+            split.header_s, split.tokenizer_s, split.weights_s, split.first_touch_s
+        );
+        assert!(stdout.contains(&cell), "missing {cell:?} in:\n{stdout}");
+        match s.kind {
+            Cold => {
+                let e = s
+                    .eviction
+                    .as_ref()
+                    .expect("cold starts record the eviction");
+                let (before, after) = (e.before.unwrap(), e.after.unwrap());
+                assert!(
+                    before.fraction() > after.fraction() && after.fraction() <= 0.05,
+                    "eviction drops residency: {before:?} → {after:?}"
+                );
+                assert_eq!(s.counted, Counted::Cold);
+                assert!(
+                    s.read_bytes.unwrap() > 0,
+                    "a cold child reads the file from disk"
+                );
+            }
+            Warm => {
+                assert!(s.eviction.is_none());
+                assert_eq!(s.residency.unwrap().label(), "page-cache warm");
+                assert_eq!(s.counted, Counted::Warm);
+            }
+        }
+    }
+    let again = tokfire()
+        .args(["report", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        text.contains("tokfire cold") && text.contains("cold median"),
+        "{text}"
+    );
+    let csv = tokfire()
+        .args(["report", out.to_str().unwrap(), "--format", "csv"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&csv.stdout).lines().count(),
+        5,
+        "a header and 4 starts"
+    );
+}
+
+#[test]
+fn a_killed_start_is_a_failed_start_kept_in_the_record() {
+    let dir = disk_dir();
+    let (res, out) = run_cold(dir.path(), &["--repeat", "1", "--timeout", "0.001"]);
+    assert_eq!(res.status.code(), Some(1), "failed starts fail the run");
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(stderr.contains("2 of 2 starts failed"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        stdout.contains("FAILED") && stdout.contains("hung: still running after --timeout"),
+        "{stdout}"
+    );
+    let run = &read(&out).runs[0];
+    let cold = run.cold.as_ref().unwrap();
+    assert_eq!(cold.starts.len(), 2);
+    assert!(cold
+        .starts
+        .iter()
+        .all(|s| s.counted == Counted::Failed && s.clocks.is_none()));
+}
+
+#[test]
+fn bad_flags_are_clear_errors() {
+    let dir = disk_dir();
+    let (res, _) = run_cold(dir.path(), &["--repeat", "0"]);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--repeat 0: at least 1 cold start"));
+    let (res, _) = run_cold(dir.path(), &["--timeout", "0"]);
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--timeout"));
+}
+
+#[cfg(unix)]
+#[test]
+fn drop_caches_without_root_is_a_clear_error() {
+    let dir = disk_dir();
+    let m = tiny(dir.path());
+    let out = dir.path().join("c.json");
+    let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
+    a.push("--drop-caches");
+    // As root, run the binary as `nobody` (setpriv) so the check meets a user without the right.
+    let root = unsafe { libc::geteuid() } == 0;
+    let bin = assert_cmd::cargo::cargo_bin("tokfire");
+    let res = if root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(&a);
+        match c.output() {
+            Ok(o) => o,
+            Err(_) => return, // no setpriv: nothing to test as root
+        }
+    } else {
+        std::process::Command::new(&bin).args(&a).output().unwrap()
+    };
+    assert_eq!(res.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        stderr.contains("--drop-caches") && stderr.contains("needs root"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "nothing ran, nothing recorded");
+}
+
+/// Starts in the first run of `out` (0 before the file exists; it is valid whenever it does).
+fn starts_saved(out: &Path) -> usize {
+    let Ok(text) = std::fs::read_to_string(out) else {
+        return 0;
+    };
+    let file: ResultsFile = serde_json::from_str(&text).expect("the record is always valid JSON");
+    file.runs
+        .first()
+        .and_then(|r| r.cold.as_ref())
+        .map_or(0, |c| c.starts.len())
+}
+
+/// Processes whose command line holds `needle` (other than this test process).
+#[cfg(target_os = "linux")]
+fn processes_with(needle: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy() != me)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("cold-child") && c.contains(needle))
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigint_kills_the_running_child_and_keeps_the_starts_done() {
+    let dir = disk_dir();
+    let m = tiny(dir.path());
+    let out = dir.path().join("interrupted.json");
+    let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
+    a.extend(["--repeat", "200"]);
+    let mut child = support::spawn(&a);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while starts_saved(&out) < 1 {
+        assert!(std::time::Instant::now() < deadline, "no start saved");
+        assert!(child.try_wait().unwrap().is_none(), "ended before a start");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let res = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    let run = &read(&out).runs[0];
+    let starts = &run.cold.as_ref().unwrap().starts;
+    if starts.len() == 400 {
+        return; // the signal came after the last start: nothing to interrupt
+    }
+    assert_eq!(res.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted by SIGINT: the running child was killed"),
+        "{stderr}"
+    );
+    assert_eq!(
+        run.status,
+        RunStatus::Interrupted {
+            signal: "SIGINT".into()
+        }
+    );
+    assert!(!starts.is_empty(), "the starts done are kept");
+    for (i, s) in starts.iter().enumerate() {
+        assert_eq!(s.index, i, "in order, none lost");
+        assert!(
+            s.clocks.is_some() || s.failure.is_some(),
+            "start {i} is whole"
+        );
+    }
+    let log = std::fs::read_to_string(out.with_extension("txt")).unwrap();
+    assert!(
+        log.contains("interrupted (SIGINT)") && log.contains("its start is not kept"),
+        "{log}"
+    );
+    let left = processes_with(m.to_str().unwrap());
+    assert!(left.is_empty(), "children left running: {left:?}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_model_another_process_maps_is_named_and_private_copy_makes_it_cold() {
+    let dir = disk_dir();
+    let m = tiny(dir.path());
+    // This test process maps the model, as a running server would.
+    let map = support::hold_mapped(&m);
+    let out = dir.path().join("cold.json");
+    let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
+    a.extend(["--repeat", "1"]);
+    let res = tokfire().args(&a).output().unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let me = format!("mapped by pid {}", std::process::id());
+    assert!(stdout.contains(&format!("not cold: {me}")), "{stdout}");
+    assert!(stdout.contains("--private-copy"), "{stdout}");
+    let file_back = read(&out);
+    let start = &file_back.runs[0].cold.as_ref().unwrap().starts[0];
+    assert_eq!(start.counted, Counted::NotCold);
+    let why = start.eviction.as_ref().unwrap().why_not.as_deref().unwrap();
+    assert!(why.starts_with(&me), "{why}");
+    // The same model through a private copy: evicted to nothing, and the copy is gone after.
+    let out2 = dir.path().join("copy.json");
+    let mut a = cold_args(m.to_str().unwrap(), out2.to_str().unwrap());
+    a.extend(["--repeat", "1", "--private-copy"]);
+    let res = tokfire().args(&a).output().unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let run = read(&out2).runs.remove(0);
+    let cold = run.cold.unwrap();
+    assert!(cold.settings.private_copy);
+    let s = &cold.starts[0];
+    assert_eq!(s.counted, Counted::Cold, "{s:?}");
+    assert_eq!(s.eviction.as_ref().unwrap().after.unwrap().fraction(), 0.0);
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("private-copy"))
+        .collect();
+    assert!(left.is_empty(), "the private copy is removed");
+    drop(map);
+}

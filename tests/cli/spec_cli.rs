@@ -1,0 +1,230 @@
+//! `tokfire run --spec …` end to end: the interleaved `--spec none` baseline kept in the record
+//! with per-level speedups and output identity, `--no-baseline`, a draft model, and clear errors
+//! for bad speculation settings (on the tiny synthetic model; the vocabulary mismatch and the
+//! missing MTP layers on real weights).
+
+use tokfire::config::spec::SpecMethod;
+use tokfire::record::RunStatus;
+
+use crate::support;
+use support::{args, read, tiny, tokfire, workload, WORKLOAD};
+
+/// Runs and expects failure; returns stderr after checking there is no panic.
+fn fails(a: &[&str]) -> String {
+    let out = tokfire().args(a).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{a:?} succeeded");
+    assert!(!stderr.contains("panicked"), "panic for {a:?}: {stderr}");
+    stderr
+}
+
+const FEW: [&str; 6] = [
+    "--rounds",
+    "2",
+    "--warmup",
+    "1",
+    "--allow-few-rounds",
+    "--threads=1",
+];
+
+#[test]
+fn a_speculative_run_keeps_an_interleaved_baseline_and_reports_the_speedup() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let wl = workload(dir.path(), WORKLOAD);
+    let out = dir.path().join("spec.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let mut a = vec!["sweep", "--jobs", "1,3", "--spec", "lookup"];
+    a.extend(FEW);
+    a.extend(args(m, wl, o));
+    let res = tokfire().args(&a).output().unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    assert!(
+        stdout.contains("--spec lookup --spec-k 4 --lookup-ngram 1..3) against --spec none"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 job:") && stdout.contains("3 jobs:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("outputs identical"), "{stdout}");
+    let file = read(&out);
+    let run = &file.runs[0];
+    assert_eq!(run.status, RunStatus::Complete);
+    let base = run.baseline.as_ref().expect("the baseline arm is kept");
+    assert_eq!(base.config.spec.method, SpecMethod::None);
+    assert_eq!(base.status, RunStatus::Complete);
+    assert_eq!(base.levels.len(), 2);
+    for (b, s) in base.levels.iter().zip(&run.levels) {
+        assert_eq!(b.jobs, s.jobs);
+        assert_eq!(b.rounds.len(), s.rounds.len());
+        assert_eq!(b.rounds.len(), 3, "one warm-up and two measured rounds");
+        assert!(b.rounds.iter().all(|r| r.spec.proposed == 0));
+    }
+    let summary = run.summary.as_ref().unwrap();
+    for l in &summary.levels {
+        let v = &l.spec.baseline;
+        assert_eq!(v.spec_baseline_rounds, 2);
+        assert_eq!(v.spec_outputs_identical, "yes", "greedy output changed");
+        assert!(v.spec_decode_speedup.is_some_and(|x| x > 0.0));
+        let (lo, hi) = (
+            v.spec_decode_speedup_min.unwrap(),
+            v.spec_decode_speedup_max.unwrap(),
+        );
+        assert!(lo <= hi);
+        assert_eq!(v.spec_decode_speedup_pairs, 2, "one ratio per round pair");
+        let mad = v.spec_decode_speedup_mad.expect("a MAD of two ratios");
+        assert!(
+            (0.0..=hi - lo + 1e-12).contains(&mad),
+            "MAD {mad} in ×{lo}–×{hi}"
+        );
+    }
+    assert!(
+        stdout.contains("per round pair ×") && stdout.contains(", 2 pairs)"),
+        "{stdout}"
+    );
+    let drafter = run.drafter.as_ref().unwrap();
+    assert_eq!((drafter.spec.as_str(), drafter.weight_bytes), ("lookup", 0));
+
+    // CSV carries the speedup columns.
+    let res = tokfire()
+        .args(["report", o, "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        csv.contains("spec_decode_speedup") && csv.contains("spec_outputs_identical"),
+        "{csv}"
+    );
+
+    // --no-baseline: no second arm, and the report says so.
+    let out2 = dir.path().join("nobase.json");
+    let mut a = vec!["run", "--spec", "lookup", "--no-baseline"];
+    a.extend(FEW);
+    a.extend(args(m, wl, out2.to_str().unwrap()));
+    let res = tokfire().args(&a).output().unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        stdout.contains("no --spec none baseline (--no-baseline)"),
+        "{stdout}"
+    );
+    assert!(read(&out2).runs[0].baseline.is_none());
+}
+
+#[test]
+fn a_draft_model_run_records_the_drafter_and_keeps_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let wl = workload(dir.path(), WORKLOAD);
+    let out = dir.path().join("draft.json");
+    let draft = format!("draft:{}", m.display());
+    let mut a = vec!["run", "--jobs", "3", "--dtype", "f32", "--spec", &draft];
+    a.extend(FEW);
+    a.extend(args(
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ));
+    let res = tokfire().args(&a).output().unwrap();
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        stdout.contains("--draft-dtype q") && stdout.contains("draft model"),
+        "{stdout}"
+    );
+    let run = &read(&out).runs[0];
+    let d = run.drafter.as_ref().unwrap();
+    assert!(
+        d.model.is_some() && d.weight_bytes > 0 && d.peak_kv_bytes > 0,
+        "{d:?}"
+    );
+    let l = &run.summary.as_ref().unwrap().levels[0];
+    assert_eq!(l.spec.baseline.spec_outputs_identical, "yes");
+    assert!(l.spec.spec_proposed > 0);
+}
+
+#[test]
+fn bad_speculation_settings_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let wl = workload(dir.path(), WORKLOAD);
+    let out = dir.path().join("bad.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let bad = |extra: &[&str]| {
+        let mut a = vec!["run"];
+        a.extend(FEW);
+        a.extend(args(m, wl, o));
+        a.extend(extra);
+        fails(&a)
+    };
+    let e = bad(&["--spec", "lookup", "--spec-k", "0"]);
+    assert!(e.contains("--spec-k") && e.contains("at least 1"), "{e}");
+    // The tiny model has 2 layers.
+    let e = bad(&["--spec", "layerskip:2"]);
+    assert!(e.contains("layerskip:2") && e.contains("2 layers"), "{e}");
+    let e = bad(&["--spec", "medusa"]);
+    assert!(
+        e.contains("unknown drafter") && e.contains("draft:MODEL"),
+        "{e}"
+    );
+    let e = bad(&["--spec", "draft:"]);
+    assert!(e.contains("draft needs a model"), "{e}");
+    let e = bad(&["--spec", "mtp"]);
+    assert!(
+        e.contains("nextn_predict_layers") && e.contains("DeepSeek-V3") && e.contains("Qwen3-Next"),
+        "{e}"
+    );
+    let e = bad(&["--spec", "draft:/no/such/model.gguf"]);
+    assert!(e.contains("/no/such/model.gguf"), "{e}");
+}
+
+#[test]
+fn real_models_without_a_shared_vocabulary_or_mtp_layers_are_refused() {
+    let _real = support::real_weights();
+    let dir = tempfile::tempdir().unwrap();
+    let wl = workload(dir.path(), WORKLOAD);
+    let out = dir.path().join("real.json");
+    let run = |spec: &str| {
+        let mut a = vec!["run", "--max-tokens", "2", "--spec", spec];
+        a.extend(FEW);
+        a.extend([
+            "--workload",
+            wl.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        fails(&a)
+    };
+    let e = run("draft:gemma3-270m-q4_k_m");
+    assert!(
+        e.contains("gemma3-270m-q4_k_m") && e.contains("smollm2") && e.contains("vocabulary"),
+        "{e}"
+    );
+    let e = run("mtp");
+    assert!(
+        e.contains("smollm2") && e.contains("llama.nextn_predict_layers"),
+        "{e}"
+    );
+}

@@ -1,0 +1,150 @@
+//! Our engine against candle-transformers' stock models on the same tiny synthetic weights:
+//! `quantized_llama` for GGUF, `llama` for safetensors; prefill then 20 greedy decode steps.
+//! Also batched-vs-alone on the synthetic model.
+
+use crate::common;
+
+use candle_core::quantized::{gguf_file, GgmlDType};
+use candle_core::{DType, Device};
+use candle_transformers::models::{llama as stock_llama, quantized_llama, quantized_qwen2};
+use common::*;
+use tokfire::config::WeightDType;
+
+const PROMPT: [u32; 7] = [40, 71, 3, 200, 17, 90, 150];
+const STEPS: usize = 20;
+/// Logits of the synthetic model are O(1); both sides run the same kernels, so differences come
+/// only from the order of float operations in attention.
+const TOL: f32 = 1e-4;
+
+fn stock_gguf_trace(path: &std::path::Path) -> Trace {
+    let mut f = std::fs::File::open(path).unwrap();
+    let ct = gguf_file::Content::read(&mut f).unwrap();
+    let mut m = quantized_llama::ModelWeights::from_gguf(ct, &mut f, &Device::Cpu).unwrap();
+    stock_trace(&PROMPT, STEPS + 1, |x, pos| m.forward(x, pos))
+}
+
+fn assert_same(ours: &Trace, stock: &Trace, what: &str) {
+    assert_eq!(ours.tokens, stock.tokens, "{what}: greedy tokens differ");
+    for (i, (a, b)) in ours.logits.iter().zip(&stock.logits).enumerate() {
+        let d = max_diff(a, b);
+        assert!(d <= TOL, "{what}: step {i} logits differ by {d} > {TOL}");
+    }
+}
+
+#[test]
+fn gguf_matches_stock_quantized_llama() {
+    let dir = tempfile::tempdir().unwrap();
+    for (quant, tied) in [(GgmlDType::Q8_0, false), (GgmlDType::Q4_0, true)] {
+        let path = synthetic_gguf(dir.path(), quant, tied);
+        let loaded = load(&path, WeightDType::Q);
+        let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
+        assert_same(
+            &ours,
+            &stock_gguf_trace(&path),
+            &format!("{quant:?} tied={tied}"),
+        );
+    }
+}
+
+#[test]
+fn safetensors_matches_stock_llama() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = tokfire::model::synthetic::Spec {
+        tied: true,
+        ..Default::default()
+    };
+    tokfire::model::synthetic::write_safetensors_dir(dir.path(), &spec).unwrap();
+    let loaded = load(dir.path(), WeightDType::Q);
+    let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
+
+    let cfg: stock_llama::LlamaConfig =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json")).unwrap())
+            .unwrap();
+    let cfg = cfg.into_config(false);
+    let files = [dir.path().join("model.safetensors")];
+    let vb = unsafe {
+        candle_nn::VarBuilder::from_mmaped_safetensors(&files, DType::F32, &Device::Cpu).unwrap()
+    };
+    let m = stock_llama::Llama::load(vb, &cfg).unwrap();
+    let mut cache = stock_llama::Cache::new(true, DType::F32, &cfg, &Device::Cpu).unwrap();
+    let stock = stock_trace(&PROMPT, STEPS + 1, |x, pos| m.forward(x, pos, &mut cache));
+    assert_same(&ours, &stock, "safetensors f32");
+}
+
+#[test]
+fn batched_equals_alone_on_synthetic_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = synthetic_gguf(dir.path(), GgmlDType::Q8_0, false);
+    let loaded = load(&path, WeightDType::Q);
+    let prompts = [
+        PROMPT.to_vec(),
+        vec![5, 6, 7],
+        (10..40).collect::<Vec<u32>>(),
+    ];
+    let plans = [
+        Plan {
+            prompt: prompts[0].clone(),
+            start: 0,
+            chunk: usize::MAX,
+        },
+        Plan {
+            prompt: prompts[1].clone(),
+            start: 2,
+            chunk: usize::MAX,
+        },
+        Plan {
+            prompt: prompts[2].clone(),
+            start: 3,
+            chunk: 11,
+        },
+    ];
+    let together = batched(&loaded.model, &plans, 12);
+    for (p, t) in prompts.iter().zip(&together) {
+        let alone = solo(&loaded.model, p, 12);
+        assert_eq!(t.tokens, alone.tokens);
+        for (a, b) in t.logits.iter().zip(&alone.logits) {
+            assert!(
+                max_diff(a, b) <= TOL,
+                "batched logits differ by {}",
+                max_diff(a, b)
+            );
+        }
+    }
+}
+
+#[test]
+fn dense_f32_dtype_matches_quantized_dequantized_reference() {
+    // --dtype f32 dequantizes the same blocks: logits stay close to the quantized path.
+    let dir = tempfile::tempdir().unwrap();
+    let path = synthetic_gguf(dir.path(), GgmlDType::F32, false);
+    let q = solo(&load(&path, WeightDType::Q).model, &PROMPT, 5);
+    let f = solo(&load(&path, WeightDType::F32).model, &PROMPT, 5);
+    let h = solo(&load(&path, WeightDType::F16).model, &PROMPT, 5);
+    assert_eq!(q.tokens, f.tokens);
+    assert!(max_diff(&q.logits[0], &f.logits[0]) <= TOL);
+    assert!(
+        max_diff(&q.logits[0], &h.logits[0]) <= 5e-2,
+        "f16 storage drifted too far"
+    );
+}
+
+#[test]
+fn qwen2_gguf_with_qkv_bias_matches_stock_quantized_qwen2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny-qwen2.gguf");
+    let spec = tokfire::model::synthetic::Spec {
+        arch: "qwen2".into(),
+        ..Default::default()
+    };
+    tokfire::model::synthetic::write_gguf(&path, &spec).unwrap();
+    let loaded = load(&path, WeightDType::Q);
+    let cfg = &loaded.model.as_llama().unwrap().cfg;
+    assert!(cfg.qkv_bias && !cfg.rope_interleaved);
+    let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
+
+    let mut f = std::fs::File::open(&path).unwrap();
+    let ct = gguf_file::Content::read(&mut f).unwrap();
+    let mut m = quantized_qwen2::ModelWeights::from_gguf(ct, &mut f, &Device::Cpu).unwrap();
+    let stock = stock_trace(&PROMPT, STEPS + 1, |x, pos| m.forward(x, pos));
+    assert_same(&ours, &stock, "qwen2 with bias");
+}

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod vary;
+
 use crate::config::run::Format;
 use crate::config::{LoadMode, SamplingConfig, WeightDType};
 
@@ -49,6 +51,11 @@ fn bench_help(examples: &str) -> String {
         crate::report::columns::help(),
         crate::measure::clocks::DEFINITIONS
     )
+}
+
+/// `ab --help`: the keys `--vary` takes (derived from the flags), then metrics and verdict.
+fn ab_help() -> String {
+    format!("{}\n{}", vary::help(), crate::bench::ab::help())
 }
 
 fn run_help() -> String {
@@ -104,7 +111,7 @@ pub enum Command {
     /// keep / revert / retest against the noise, output drift checked.
     #[command(mut_arg("rounds", |a| a.default_value("5").help("Measured rounds per arm (at least 3 for a median)")))]
     #[command(mut_arg("warmup", |a| a.help("Warm-up rounds per arm, kept apart from the statistics")))]
-    #[command(after_help = "Example: tokfire ab --vary threads=1,2 --expect decode   (--help: keys, metrics, verdict)", after_long_help = crate::bench::ab::help())]
+    #[command(after_help = "Example: tokfire ab --vary threads=1,2 --expect decode   (--help: keys, metrics, verdict)", after_long_help = ab_help())]
     Ab(AbArgs),
     /// This machine's noise: A/A pairs give each metric's noise floor and the false-positive
     /// rate of ab's rule; saved as the profile ab reads.

@@ -25,125 +25,47 @@ use crate::record::io::RecordWriter;
 use crate::record::{LevelRecord, RunRecord, RunStatus};
 use crate::workload::{self, Workload};
 
-/// A variable `--vary` accepts: its key, what it means, the config paths it may change, whether
-/// each arm needs its own model load, and why it may change outputs.
-pub struct Key {
-    pub name: &'static str,
-    pub help: &'static str,
-    pub paths: &'static [&'static str],
-    pub reload: bool,
-    pub drift: Option<&'static str>,
-}
-
-pub const KEYS: &[Key] = &[
-    Key {
-        name: "threads",
-        help: "compute threads (each arm runs on its own pool)",
-        paths: &["runtime.threads"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "kernels",
-        help: "CPU kernel level: auto, scalar, avx2, avx512-vnni",
-        paths: &["runtime.kernels"],
-        reload: false,
-        drift: Some("SIMD levels may round the last bit differently"),
-    },
-    Key {
-        name: "max-batch-tokens",
-        help: "most tokens in one engine step",
-        paths: &["engine.max_batch_tokens"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "prefill-chunk",
-        help: "longest prefill chunk of one sequence in one step",
-        paths: &["engine.prefill_chunk"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "max-seqs",
-        help: "most sequences in one step",
-        paths: &["engine.max_seqs"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "kv-budget",
-        help: "KV-cache budget, tokens or bytes (e.g. 4096 or 64MiB)",
-        paths: &["engine.kv_budget"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "max-tokens",
-        help: "cap on every task's output tokens",
-        paths: &["max_tokens"],
-        reload: false,
-        drift: Some("a different cap cuts answers at a different length"),
-    },
-    Key {
-        name: "dtype",
-        help: "weight storage: q, f32, f16, bf16 (each arm loads the model)",
-        paths: &["model.dtype"],
-        reload: true,
-        drift: Some("dense storage changes the arithmetic"),
-    },
-    Key {
-        name: "model",
-        help: "the model (each arm loads its own)",
-        paths: &["model.model"],
-        reload: true,
-        drift: Some("a different model writes different text"),
-    },
-    Key {
-        name: "schedule",
-        help: "batching policy: fifo, decode-first, prefill-first",
-        paths: &["engine.schedule"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "spec",
-        help: "speculative decoding: none, lookup, layerskip:L, draft:MODEL (greedy output must not change)",
-        paths: &["spec.method"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "spec-k",
-        help: "tokens proposed per sequence per step when speculating",
-        paths: &["spec.k"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "prefix-cache",
-        help: "prefix cache: off, on (cold vs cached prompts; greedy output must not change)",
-        paths: &["engine.prefix_cache"],
-        reload: false,
-        drift: None,
-    },
-    Key {
-        name: "load",
-        help: "how GGUF weights come in: mmap or copy (each arm loads the model)",
-        paths: &["model.load"],
-        reload: true,
-        drift: None,
-    },
+/// Why arms with these config differences may write different text (none: they must not), by
+/// the config path that differs, first match wins.
+const DRIFT: &[(&str, &str)] = &[
+    ("model.model", "a different model writes different text"),
+    (
+        "model.chat_template",
+        "a different chat template gives the model other prompts",
+    ),
+    (
+        "model.",
+        "dense storage or another device changes the arithmetic",
+    ),
+    (
+        "runtime.kernels",
+        "SIMD levels may round the last bit differently",
+    ),
+    (
+        "max_tokens",
+        "a different cap cuts answers at a different length",
+    ),
+    ("sampling.", "sampling settings change the text"),
 ];
 
-/// `ab --help`: keys, metrics, the verdict's rules, examples.
-pub fn help() -> String {
-    let keys: String = KEYS
+/// Why arms `a` and `b` may write different text, or none when greedy output must not change.
+pub fn drift(a: &RunConfig, b: &RunConfig) -> Option<&'static str> {
+    let d = crate::record::diff::differences(a, b);
+    DRIFT
         .iter()
-        .map(|k| format!("  {:<17} {}\n", k.name, k.help))
-        .collect();
+        .find(|(p, _)| d.iter().any(|d| d.path.starts_with(p)))
+        .map(|(_, why)| *why)
+}
+
+/// Whether each arm needs its own model load: the arms differ in the model or its storage.
+pub fn reload(a: &RunConfig, b: &RunConfig) -> bool {
+    !crate::record::diff::differences(&a.model, &b.model).is_empty()
+}
+
+/// `ab --help` after the keys: metrics, the verdict's rules, examples.
+pub fn help() -> String {
     format!(
-        "Keys (--vary KEY=A,B):\n{keys}\nMetrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load (a warm load of the arm's model before each round), memory (peak RSS per round),\n  aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary schedule=fifo,decode-first --format json --exit-code   # CI: 1 unless keep\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n  tokfire ab --vary prefix-cache=off,on --workload shared-prefix --expect ttft\n",
+        "Metrics (--expect): decode (1/TPOT tok/s), prefill (prompt tok/s), ttft, completion,\n  load (a warm load of the arm's model before each round), memory (peak RSS per round),\n  aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary schedule=fifo,decode-first --format json --exit-code   # CI: 1 unless keep\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n  tokfire ab --vary prefix-cache=off,on --workload shared-prefix --expect ttft\n",
         VERDICT_HELP
     )
 }

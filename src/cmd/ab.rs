@@ -1,11 +1,14 @@
 //! `tokfire ab`: `--vary KEY=A,B` (or `--aa`) → two validated [`RunConfig`]s that differ in that
-//! one variable and nothing else, the interleaved run, then the verdict screen on stdout.
+//! one variable and nothing else (each arm is the user's command line re-parsed by clap with
+//! `--KEY=VALUE` in place of `--vary`; the keys are `cli::vary`'s), the interleaved run, then the
+//! verdict screen on stdout.
 
-use crate::bench::ab::{self, Key, Plan, KEYS};
+use clap::{CommandFactory, Parser};
+
+use crate::bench::ab::{self, Plan};
 use crate::bench::progress::Progress;
 use crate::cli::AbArgs;
-use crate::config::run::{KvBudget, RunConfig};
-use crate::config::WeightDType;
+use crate::config::run::RunConfig;
 use crate::error::ConfigError;
 use crate::record::diff::differences;
 use crate::report;
@@ -15,7 +18,10 @@ fn bad(flag: &str, value: &str, why: impl Into<String>) -> ConfigError {
 }
 
 /// The two arms' configs and the plan, or the refusal.
-pub fn configs(args: &AbArgs) -> anyhow::Result<([RunConfig; 2], Plan, Vec<String>)> {
+pub fn configs(
+    args: &AbArgs,
+    argv: &[String],
+) -> anyhow::Result<([RunConfig; 2], Plan, Vec<String>)> {
     if let Some(path) = &args.bench.trace {
         return Err(bad(
             "--trace",
@@ -69,14 +75,7 @@ pub fn configs(args: &AbArgs) -> anyhow::Result<([RunConfig; 2], Plan, Vec<Strin
     let (key, values) = spec
         .split_once('=')
         .ok_or_else(|| bad("--vary", spec, "expected KEY=A,B, e.g. threads=1,2"))?;
-    let k = KEYS.iter().find(|k| k.name == key).ok_or_else(|| {
-        let known: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
-        bad(
-            "--vary",
-            spec,
-            format!("unknown key '{key}'; keys: {}", known.join(", ")),
-        )
-    })?;
+    let arg = crate::cli::vary::key(key).map_err(|why| bad("--vary", spec, why))?;
     let vals: Vec<&str> = values.split(',').map(str::trim).collect();
     let [va, vb] = vals.as_slice() else {
         return Err(bad(
@@ -94,122 +93,101 @@ pub fn configs(args: &AbArgs) -> anyhow::Result<([RunConfig; 2], Plan, Vec<Strin
         )
         .into());
     }
-    let (mut a, mut b) = (base.clone(), base);
-    set(&mut a, k.name, va)?;
-    set(&mut b, k.name, vb)?;
-    check_one_difference(&a, &b, k, spec)?;
-    let drift = k.drift.map(String::from).or(drift_sampled);
-    let plan = Plan {
-        vary: k.name.into(),
-        values: [va.to_string(), vb.to_string()],
-        expect: args.expect,
-        min_effect: args.min_effect,
-        until_decided: args.until_decided,
-        reload: k.reload,
-        drift_allowed: drift,
-    };
-    Ok(([a, b], plan, warnings))
-}
-
-/// Refuses arms whose resolved configs differ in anything but `k`'s paths, or in nothing.
-fn check_one_difference(
-    a: &RunConfig,
-    b: &RunConfig,
-    k: &Key,
-    spec: &str,
-) -> Result<(), ConfigError> {
-    let d = differences(a, b);
-    if d.is_empty() {
+    given_twice(argv, &arg, spec)?;
+    let a = arm(argv, key, va)?;
+    let b = arm(argv, key, vb)?;
+    if differences(&a, &b).is_empty() {
         return Err(bad(
             "--vary",
             spec,
             "A and B resolve to the same configuration; pass --aa for two identical arms",
-        ));
+        )
+        .into());
     }
-    let other: Vec<String> = d
-        .iter()
-        .filter(|d| {
-            !k.paths
-                .iter()
-                .any(|p| d.path == *p || d.path.starts_with(&format!("{p}.")))
-        })
-        .map(|d| d.to_string())
-        .collect();
-    if !other.is_empty() {
-        return Err(bad(
+    let plan = Plan {
+        vary: key.into(),
+        values: [va.to_string(), vb.to_string()],
+        expect: args.expect,
+        min_effect: args.min_effect,
+        until_decided: args.until_decided,
+        reload: ab::reload(&a, &b),
+        drift_allowed: ab::drift(&a, &b).map(String::from).or(drift_sampled),
+    };
+    Ok(([a, b], plan, warnings))
+}
+
+/// The user's command line without its `--vary`.
+fn without_vary(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut skip = false;
+    for s in argv {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if s == "--vary" {
+            skip = true;
+        } else if !s.starts_with("--vary=") {
+            out.push(s.clone());
+        }
+    }
+    out
+}
+
+/// Refuses a key that is also given as its own flag: the two would contradict each other.
+fn given_twice(argv: &[String], arg: &clap::Arg, spec: &str) -> Result<(), ConfigError> {
+    let m = crate::cli::Cli::command()
+        .try_get_matches_from(without_vary(argv))
+        .map_err(|e| bad("--vary", spec, clap_reason(&e)))?;
+    let given = m.subcommand_matches("ab").is_some_and(|m| {
+        m.value_source(arg.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine)
+    });
+    let flag = arg.get_long().unwrap_or_default();
+    match given {
+        true => Err(bad(
             "--vary",
             spec,
-            format!(
-                "the arms would also differ in {}; an A/B changes exactly one variable",
-                other.join("; ")
-            ),
-        ));
+            format!("--{flag} is given too; drop it, the arms set it"),
+        )),
+        false => Ok(()),
     }
-    Ok(())
 }
 
-fn parse<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, ConfigError> {
-    v.parse()
-        .map_err(|_| bad("--vary", &format!("{key}={v}"), "not a number"))
+/// One arm's config: the user's command line with `--vary` replaced by `--KEY=VALUE`, parsed
+/// and validated exactly as that flag on its own would be.
+fn arm(argv: &[String], key: &str, value: &str) -> Result<RunConfig, ConfigError> {
+    let spec = format!("{key}={value}");
+    let mut line = without_vary(argv);
+    line.push(format!("--{spec}"));
+    let parsed =
+        crate::cli::Cli::try_parse_from(line).map_err(|e| bad("--vary", &spec, clap_reason(&e)))?;
+    let crate::cli::Command::Ab(args) = parsed.command else {
+        unreachable!("the line is ab's own; this is a bug")
+    };
+    let (cfg, _) = super::bench::config("ab", &args.bench, vec![args.jobs])
+        .map_err(|e| bad("--vary", &spec, e.to_string()))?;
+    Ok(cfg)
 }
 
-/// Sets `key` to `v` in `cfg`, validated as the flag of the same name would be.
-fn set(cfg: &mut RunConfig, key: &str, v: &str) -> Result<(), ConfigError> {
-    match key {
-        "threads" => {
-            cfg.runtime = crate::config::RuntimeConfig::parse(
-                Some(parse(key, v)?),
-                &cfg.runtime.kernels_flag(),
-            )?
-        }
-        "kernels" => cfg.runtime = crate::config::RuntimeConfig::parse(cfg.runtime.threads, v)?,
-        "max-batch-tokens" => cfg.engine.max_batch_tokens = parse(key, v)?,
-        "prefill-chunk" => cfg.engine.prefill_chunk = parse(key, v)?,
-        "max-seqs" => cfg.engine.max_seqs = parse(key, v)?,
-        "kv-budget" => cfg.engine.kv_budget = KvBudget::parse(v)?,
-        "max-tokens" => cfg.max_tokens = Some(parse(key, v)?),
-        "dtype" => {
-            cfg.model.dtype = <WeightDType as clap::ValueEnum>::from_str(v, true).map_err(|_| {
-                bad(
-                    "--vary",
-                    &format!("dtype={v}"),
-                    "expected q, f32, f16 or bf16",
-                )
-            })?
-        }
-        "model" => cfg.model.model = v.to_string(),
-        "spec" => cfg.spec.method = crate::spec::SpecMethod::parse(v)?,
-        "spec-k" => cfg.spec.k = parse(key, v)?,
-        "prefix-cache" => {
-            cfg.engine.prefix_cache =
-                <crate::config::run::OnOff as clap::ValueEnum>::from_str(v, true).map_err(|_| {
-                    bad("--vary", &format!("prefix-cache={v}"), "expected on or off")
-                })?
-        }
-        "load" => {
-            cfg.model.load = <crate::config::LoadMode as clap::ValueEnum>::from_str(v, true)
-                .map_err(|_| bad("--vary", &format!("load={v}"), "expected mmap or copy"))?
-        }
-        "schedule" => {
-            use crate::config::schedule::Schedule;
-            cfg.engine.schedule =
-                <Schedule as clap::ValueEnum>::from_str(v, true).map_err(|_| {
-                    bad(
-                        "--vary",
-                        &format!("schedule={v}"),
-                        "expected fifo, decode-first or prefill-first",
-                    )
-                })?
-        }
-        _ => unreachable!("keys are checked against KEYS first"),
-    }
-    cfg.validate(true)
-        .map(|_| ())
-        .map_err(|e| bad("--vary", &format!("{key}={v}"), e.to_string()))
+/// clap's own message for a bad value (with its possible values and tips), without its
+/// `error: ` prefix and usage lines.
+fn clap_reason(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let joined = lines.join("; ");
+    joined
+        .strip_prefix("error: ")
+        .unwrap_or(&joined)
+        .to_string()
 }
 
 pub fn run(args: AbArgs) -> anyhow::Result<()> {
-    let (cfgs, plan, warnings) = configs(&args)?;
+    let argv: Vec<String> = std::env::args().collect();
+    let (cfgs, plan, warnings) = configs(&args, &argv)?;
     for w in warnings {
         eprintln!("warning: {w}");
     }
@@ -220,7 +198,7 @@ pub fn run(args: AbArgs) -> anyhow::Result<()> {
             eprintln!("warning: {w}");
         }
     }
-    let command: Vec<String> = std::env::args().collect();
+    let command = argv;
     let stop = super::bench::stop_on_signals()?;
     let mut progress = Progress::stderr();
     let out = cfgs[0].out.clone();

@@ -59,7 +59,21 @@ fn ab_refuses_what_is_not_one_variable() {
     run(&["--vary", "threads=0,2"], &["--threads 0"]);
     run(
         &["--vary", "prefix-cache=off,maybe"],
-        &["prefix-cache=maybe", "expected on or off"],
+        &[
+            "prefix-cache=maybe",
+            "invalid value 'maybe'",
+            "possible values: off, on",
+        ],
+    );
+    // Keys are ab's own flags, parsed by their own definitions; a setting of the A/B is not one.
+    run(&["--vary", "top-p=0.5,x"], &["top-p=x", "--top-p"]);
+    run(
+        &["--vary", "rounds=3,5"],
+        &["--rounds is not a variable", "same rounds"],
+    );
+    run(
+        &["--threads", "1", "--vary", "threads=1,2"],
+        &["--threads is given too"],
     );
     run(&[], &["--vary", "--aa"]);
     assert!(
@@ -244,6 +258,17 @@ fn speculation_and_load_mode_are_variables_and_greedy_output_stays() {
             );
         }
     }
+    // A key the hand-written table never had: the flag's own parser, and sampling may drift.
+    let mut a = vec!["ab", "--vary", "temperature=0,0.8", "--rounds", "3"];
+    a.extend(args(m, wl, o));
+    ok(&a);
+    let file = read(std::path::Path::new(o));
+    let b = file.runs.last().unwrap().ab.as_ref().unwrap();
+    assert_eq!((b.vary.as_str(), b.value.as_str()), ("temperature", "0.8"));
+    assert_eq!(
+        b.drift_allowed.as_deref(),
+        Some("sampling settings change the text")
+    );
     fails(
         &[
             "ab",

@@ -6,7 +6,7 @@ fn main() {
     quiet_library_backtraces();
     let cli = tokfire::cli::Cli::parse();
     if let Err(err) = tokfire::run(cli) {
-        eprintln!("Error: {err:#}");
+        eprintln!("{}", tokfire::report::wrap(&format!("Error: {err:#}")));
         std::process::exit(tokfire::cmd::exit_code(&err));
     }
 }

@@ -227,12 +227,10 @@ pub fn run(args: AbArgs) -> anyhow::Result<()> {
     if let Err(e) = writer.append_log(&log) {
         eprintln!("warning: {e}");
     }
-    eprintln!(
-        "record appended to {} (arms {} and {}), summary to {}",
-        out.display(),
-        a.id,
-        b.id,
-        out.with_extension("txt").display()
+    super::record_log::say_where(
+        &out,
+        &out.with_extension("txt"),
+        &format!(" (arms {} and {})", a.id, b.id),
     );
     let verdict = b.ab.as_ref().and_then(|x| x.verdict.as_ref());
     match verdict {

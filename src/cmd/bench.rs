@@ -113,11 +113,7 @@ pub(crate) fn run(verb: &str, args: &BenchArgs, jobs: Vec<usize>) -> anyhow::Res
     if args.profile {
         print!("\n{}", report::profile::screen(&record));
     }
-    eprintln!(
-        "record appended to {}, summary to {}",
-        cfg.out.display(),
-        log.display()
-    );
+    super::record_log::say_where(&cfg.out, &log, "");
     let verdict = record.summary().verdict;
     if args.exit_code && !verdict.comfortable_at_highest {
         return Err(crate::error::ConfigError::NotComfortable { line: verdict.line }.into());
@@ -140,7 +136,7 @@ pub(super) fn append_log(
         report::text::header(run),
         report::summary::one_screen(run, &d)
     );
-    writer.append_log(&text).map(|_| ())
+    writer.append_log(&report::wrap(&text)).map(|_| ())
 }
 
 /// SIGINT and SIGTERM set the returned flag to the signal number (the run then stops between

@@ -198,7 +198,7 @@ pub fn render(
         out += &format!("at {}:\n", report::plural(jobs, "job"));
         out += &report::ab::verdict_block(old, new, &v);
     }
-    Ok(out)
+    Ok(report::wrap(&out))
 }
 
 fn pick<'a>(

@@ -17,11 +17,20 @@ pub(super) fn append_and_say(out: &Path, run: &RunRecord, body: &str) -> anyhow:
         run.status.label(),
         body
     );
-    let log = RecordWriter::at(out).append_log(&text)?;
-    eprintln!(
-        "record appended to {}, summary to {}",
-        out.display(),
-        log.display()
-    );
+    let log = RecordWriter::at(out).append_log(&crate::report::wrap(&text))?;
+    say_where(out, &log, "");
     Ok(())
+}
+
+/// The closing stderr lines: where the record (`which` names what of it, e.g. both arms) and
+/// the log beside it went.
+pub(super) fn say_where(out: &Path, log: &Path, which: &str) {
+    eprint!(
+        "{}",
+        crate::report::wrap(&format!(
+            "record appended to {}{which}\nsummary appended to {}\n",
+            out.display(),
+            log.display()
+        ))
+    );
 }

@@ -22,10 +22,13 @@ pub(crate) fn run(args: SessionArgs) -> anyhow::Result<()> {
     let total = plan.session.steps.len();
     let record = session::run(&plan, command, |s| {
         eprintln!(
-            "step {}/{total} (line {}): {}",
-            s.step + 1,
-            s.line,
-            progress_line(s)
+            "{}",
+            report::wrap(&format!(
+                "step {}/{total} (line {}): {}",
+                s.step + 1,
+                s.line,
+                progress_line(s)
+            ))
         )
     })?;
     print!("{}", report::session::render(&record, args.format));

@@ -31,13 +31,15 @@ pub fn verdict_block(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
     if let Some(e) = &v.effect {
         let _ = writeln!(
             out,
-            "{:<22} {:>14} {:>14}   B/A {:.3} [{:.3}, {:.3}]   noise A {:.1} %  B {:.1} %  ({} / {} rounds)",
+            "{:<22} {:>14} {:>14}   B/A {:.3} [{:.3}, {:.3}]\n{:<22} noise A {:.1} %, B {:.1} % \
+             ({} / {} rounds)",
             e.metric.label(),
             value(e.metric, e.median_a),
             value(e.metric, e.median_b),
             e.ratio,
             e.ci_low,
             e.ci_high,
+            "",
             e.noise_a * 100.0,
             e.noise_b * 100.0,
             e.n_a,
@@ -212,7 +214,7 @@ pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
         Some(v) => out += &verdict_block(a, b, v),
         None => out += "verdict: none (the run did not finish)\n",
     }
-    out
+    super::layout::wrap(&out, super::layout::WIDTH)
 }
 
 /// Two runs' sheets side by side: per job count both runs measured, each figure old → new and

@@ -63,7 +63,7 @@ pub(crate) fn text(ctx: &ClockContext, g: &Generation) -> String {
             d(g.prefill)
         )
     };
-    format!(
+    let text = format!(
         "clocks    {} on {}, dtype {}, prompt of {}, {} generated{}\n  load    {} ({} file){}\n  warm-up {warm}\n  prefill {prefill}\n  decode  {decode}\n",
         ctx.model,
         ctx.device,
@@ -76,7 +76,8 @@ pub(crate) fn text(ctx: &ClockContext, g: &Generation) -> String {
         ctx.split
             .map(|s| format!("\n          {}", split_text(s)))
             .unwrap_or_default(),
-    )
+    );
+    super::wrap(&text)
 }
 
 /// The load split on one line, e.g. `mmap: header 2.1 ms, tokenizer 40.0 ms, weights 5.0 ms

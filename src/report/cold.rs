@@ -169,47 +169,8 @@ const START_HEADERS: [&str; 12] = [
 ];
 
 fn aligned(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..headers.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([headers[i].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: Vec<&str>| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                if i == 0 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect();
-        parts.join("  ").trim_end().to_string() + "\n"
-    };
-    let mut out = line(headers.to_vec());
-    for r in rows {
-        out += &line(r.iter().map(String::as_str).collect());
-    }
-    out
-}
-
-fn markdown(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut out = format!(
-        "| {} |\n|{}\n",
-        headers.join(" | "),
-        "---|".repeat(headers.len())
-    );
-    for r in rows {
-        let _ = writeln!(out, "| {} |", r.join(" | ").replace('|', "\\|"));
-    }
-    out
+    let shape = super::layout::Shape { keys: 1, left: 1 };
+    super::layout::table(headers, rows, shape, super::layout::WIDTH)
 }
 
 /// The closing lines: what was left out and why, and whether outputs agreed.
@@ -344,18 +305,21 @@ pub fn render(run: &RunRecord, format: Format) -> String {
         }
         Format::Md => format!(
             "{}\n\n{}\n{}\n```\n{}```\n",
-            header(run, c),
-            markdown(&h, &rows),
-            markdown(&START_HEADERS, &starts),
-            notes(run, c, &s)
+            super::layout::wrap(&header(run, c), super::layout::WIDTH),
+            super::layout::markdown(&h, &rows),
+            super::layout::markdown(&START_HEADERS, &starts),
+            super::layout::wrap(&notes(run, c, &s), super::layout::WIDTH)
         ),
-        Format::Text => format!(
-            "{}\nstatus: {}\n\n{}\n{}\n{}",
-            header(run, c),
-            run.status.label(),
-            aligned(&h, &rows),
-            aligned(&START_HEADERS, &starts),
-            notes(run, c, &s)
+        Format::Text => super::layout::wrap(
+            &format!(
+                "{}\nstatus: {}\n\n{}\n{}\n{}",
+                header(run, c),
+                run.status.label(),
+                aligned(&h, &rows),
+                aligned(&START_HEADERS, &starts),
+                notes(run, c, &s)
+            ),
+            super::layout::WIDTH,
         ),
     }
 }

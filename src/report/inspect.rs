@@ -132,7 +132,7 @@ pub(crate) fn text(r: &ModelReport) -> String {
     for (i, p) in r.problems.iter().enumerate() {
         line(if i == 0 { "problems" } else { "" }, p.to_string());
     }
-    s
+    super::wrap(&s)
 }
 
 /// Token ids of an encoded text: `[1, 2, 3]` then one `id -> 'piece'` line each, or JSON.

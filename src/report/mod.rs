@@ -9,12 +9,18 @@ pub(crate) mod columns;
 pub mod html;
 pub(crate) mod html_sched;
 pub(crate) mod inspect;
+pub(crate) mod layout;
 pub(crate) mod prefix;
 pub(crate) mod profile;
 pub mod session;
 pub(crate) mod summary;
 pub(crate) mod svg;
 pub mod text;
+
+/// `text` with every line inside the screen width (see [`layout::wrap`]).
+pub fn wrap(text: &str) -> String {
+    layout::wrap(text, layout::WIDTH)
+}
 
 /// Bytes as a short human figure (decimal units: kB, MB, GB).
 pub(crate) fn bytes(n: u64) -> String {

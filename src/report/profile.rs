@@ -49,20 +49,19 @@ pub(crate) fn screen(run: &RunRecord) -> String {
         rounds,
         if rounds == 1 { "round" } else { "rounds" },
     );
-    let width = ROWS.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
-    let mut head = format!("{:<width$}", "");
-    for l in &d.levels {
-        let jobs = format!("{} {}", l.jobs, if l.jobs == 1 { "job" } else { "jobs" });
-        let _ = write!(head, "  {jobs:>10}");
-    }
-    let _ = writeln!(out, "{head}");
-    for (label, cell) in ROWS {
-        let mut line = format!("{label:<width$}");
-        for l in &d.levels {
-            let _ = write!(line, "  {:>10}", cell(&l.profile));
-        }
-        let _ = writeln!(out, "{line}");
-    }
+    let headers: Vec<String> = std::iter::once(String::new())
+        .chain(d.levels.iter().map(|l| super::plural(l.jobs, "job")))
+        .collect();
+    let rows: Vec<Vec<String>> = ROWS
+        .iter()
+        .map(|(label, cell)| {
+            std::iter::once(label.to_string())
+                .chain(d.levels.iter().map(|l| cell(&l.profile)))
+                .collect()
+        })
+        .collect();
+    let shape = super::layout::Shape { keys: 1, left: 1 };
+    out += &super::layout::table(&headers, &rows, shape, super::layout::WIDTH);
     if d.levels.iter().all(|l| l.profile.plan_us_median.is_none()) {
         let _ = writeln!(
             out,
@@ -71,5 +70,5 @@ pub(crate) fn screen(run: &RunRecord) -> String {
     }
     out += "stall: a step with prompt tokens delays each running answer's next token by its time beyond a\n\
             decode-only step of the same size (a ready answer it skipped, by the whole step).\n";
-    out
+    super::layout::wrap(&out, super::layout::WIDTH)
 }

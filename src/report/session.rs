@@ -75,25 +75,12 @@ const HEADERS: [&str; 11] = [
 ];
 
 fn aligned(rows: &[Vec<String>]) -> String {
-    let mut w: Vec<usize> = HEADERS.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let parts: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{c:<width$}", width = w[i]))
-            .collect();
-        parts.join("  ").trim_end().to_string() + "\n"
+    // Only the step number repeats: a model path in `what` can take most of the width.
+    let shape = super::layout::Shape {
+        keys: 1,
+        left: HEADERS.len(),
     };
-    let mut out = line(HEADERS.iter().map(|h| h.to_string()).collect());
-    for r in rows {
-        out += &line(r.clone());
-    }
-    out
+    super::layout::table(&HEADERS, rows, shape, super::layout::WIDTH)
 }
 
 /// `cold` (at most 5 % resident), `warm` (at least 95 %) or `partly cached`: the thresholds
@@ -253,11 +240,9 @@ pub fn render(run: &RunRecord, format: Format) -> String {
         }
         Format::Csv => csv(run, s),
         Format::Md => {
-            let mut out = format!("| {} |\n|{}\n", HEADERS.join(" | "), "---|".repeat(11));
-            for r in &rows {
-                out += &format!("| {} |\n", r.join(" | "));
-            }
-            out + "\n" + &notes(s)
+            super::layout::markdown(&HEADERS, &rows)
+                + "\n"
+                + &super::layout::wrap(&notes(s), super::layout::WIDTH)
         }
         Format::Text => {
             let head = format!(
@@ -268,7 +253,10 @@ pub fn render(run: &RunRecord, format: Format) -> String {
                 if s.steps.len() == 1 { "" } else { "s" },
                 run.status.label()
             );
-            head + &aligned(&rows) + "\n" + &notes(s)
+            super::layout::wrap(
+                &(head + &aligned(&rows) + "\n" + &notes(s)),
+                super::layout::WIDTH,
+            )
         }
     }
 }

@@ -7,38 +7,17 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::columns::{self, IDENTITY};
+use super::layout;
 use super::plural;
 use crate::config::run::Format;
 use crate::record::summary::{LevelSummary, RunSummary};
 use crate::record::{RunRecord, FORMAT};
 
-/// The sheet as aligned text.
+/// The sheet as aligned text, split into blocks (each starting with `jobs`) to fit the width.
 fn table_text(levels: &[LevelSummary]) -> String {
     let (headers, rows) = sheet_cells(levels);
-    let widths: Vec<usize> = headers
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([h.chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: Vec<&str>| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:>w$}"))
-            .collect();
-        parts.join("  ").trim_end().to_string() + "\n"
-    };
-    let mut out = line(headers.iter().map(String::as_str).collect());
-    for r in &rows {
-        out += &line(r.iter().map(String::as_str).collect());
-    }
-    out
+    let shape = layout::Shape { keys: 1, left: 0 };
+    layout::table(&headers, &rows, shape, layout::WIDTH)
 }
 
 /// The formatted sheet (headers, one row per level) for HTML.
@@ -60,21 +39,17 @@ pub(crate) fn table_md(run: &RunRecord, levels: &[LevelSummary]) -> String {
         .map(|(k, _)| *k)
         .chain(cols.iter().map(|c| c.header))
         .collect();
-    let mut out = format!(
-        "| {} |\n|{}\n",
-        headers.join(" | "),
-        "---|".repeat(headers.len())
-    );
     let id = columns::identity(run);
-    for s in levels {
-        let cells: Vec<String> = id
-            .iter()
-            .cloned()
-            .chain(cols.iter().map(|c| (c.text)(s)))
-            .collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | ").replace('\n', " "));
-    }
-    out
+    let rows: Vec<Vec<String>> = levels
+        .iter()
+        .map(|s| {
+            id.iter()
+                .cloned()
+                .chain(cols.iter().map(|c| (c.text)(s)))
+                .collect()
+        })
+        .collect();
+    layout::markdown(&headers, &rows)
 }
 
 /// The CSV header line (identity, then every column key).
@@ -251,24 +226,33 @@ pub fn render(run: &RunRecord, format: Format) -> String {
         }
         Format::Csv => csv_header() + &csv_rows(run, &d.levels),
         Format::Md => format!(
-            "{}\n\n{}\n```\n{}{}{}{}```\n\n```\n{}```\n",
-            header(run),
+            "{}\n\n{}\n```\n{}```\n\n```\n{}```\n",
+            layout::wrap(&header(run), layout::WIDTH),
             table_md(run, &d.levels),
-            batching(&d.levels),
-            super::prefix::section(run, &d.levels),
-            super::baseline::section(run, &d),
-            verdicts(run, &d),
-            super::summary::one_screen(run, &d)
+            layout::wrap(
+                &format!(
+                    "{}{}{}{}",
+                    batching(&d.levels),
+                    super::prefix::section(run, &d.levels),
+                    super::baseline::section(run, &d),
+                    verdicts(run, &d)
+                ),
+                layout::WIDTH
+            ),
+            layout::wrap(&super::summary::one_screen(run, &d), layout::WIDTH)
         ),
-        Format::Text => format!(
-            "{}\n\n{}\n{}{}{}\n{}\n{}",
-            header(run),
-            table_text(&d.levels),
-            batching(&d.levels),
-            super::prefix::section(run, &d.levels),
-            super::baseline::section(run, &d),
-            verdicts(run, &d),
-            super::summary::one_screen(run, &d)
+        Format::Text => layout::wrap(
+            &format!(
+                "{}\n\n{}\n{}{}{}\n{}\n{}",
+                header(run),
+                table_text(&d.levels),
+                batching(&d.levels),
+                super::prefix::section(run, &d.levels),
+                super::baseline::section(run, &d),
+                verdicts(run, &d),
+                super::summary::one_screen(run, &d)
+            ),
+            layout::WIDTH,
         ),
     }
 }

@@ -110,9 +110,10 @@ fn an_aa_never_claims_a_win_and_both_arms_are_in_the_record() {
         ];
         a.extend(args(m, wl, o));
         let screen = ok(&a);
-        assert!(screen.contains("verdict: retest"), "{screen}");
+        support::fits_100(&screen);
+        assert!(support::has(&screen, "verdict: retest"), "{screen}");
         assert!(
-            screen.contains("outputs: identical between A and B on all 3 tasks"),
+            support::has(&screen, "outputs: identical between A and B on all 3 tasks"),
             "{screen}"
         );
     }
@@ -168,10 +169,10 @@ fn an_ab_of_engine_budgets_runs_on_one_model_load() {
     a.extend(args(m, wl, o));
     let screen = ok(&a);
     assert!(
-        screen.contains("A prefill-chunk=256") && screen.contains("B prefill-chunk=2"),
+        support::has(&screen, "A prefill-chunk=256") && support::has(&screen, "B prefill-chunk=2"),
         "{screen}"
     );
-    assert!(screen.contains("note: quiet room"), "{screen}");
+    assert!(support::has(&screen, "note: quiet room"), "{screen}");
     let file = read(std::path::Path::new(o));
     let (ra, rb) = (&file.runs[0], &file.runs[1]);
     assert_eq!(
@@ -212,7 +213,7 @@ fn expect_load_samples_a_load_per_measured_round() {
     ];
     a.extend(args(m, wl, o));
     let screen = ok(&a);
-    assert!(screen.contains("load"), "{screen}");
+    assert!(support::has(&screen, "load"), "{screen}");
     let file = read(std::path::Path::new(o));
     for run in &file.runs {
         let rounds = &run.ab.as_ref().unwrap().rounds;
@@ -319,10 +320,10 @@ fn compare_refuses_other_workloads_and_accepts_other_builds() {
     std::fs::write(&z, v.to_string()).unwrap();
     let screen = ok(&["compare", z.to_str().unwrap(), xs]);
     assert!(
-        screen.contains("build.git_commit: 0123456789abcdef"),
+        support::has(&screen, "build.git_commit: 0123456789abcdef"),
         "{screen}"
     );
-    assert!(screen.contains("verdict: "), "{screen}");
+    assert!(support::has(&screen, "verdict: "), "{screen}");
     fails(&["compare", xs, xs], &["one run only"]);
     fails(
         &["compare", xs, ys, "--new-run", "nope"],
@@ -342,7 +343,7 @@ fn rerun_repeats_the_stored_config_and_compares() {
     let x = dir.path().join("x.json");
     one_run(dir.path(), WORKLOAD, x.to_str().unwrap());
     let screen = ok(&["rerun", x.to_str().unwrap()]);
-    assert!(screen.contains("verdict: "), "{screen}");
+    assert!(support::has(&screen, "verdict: "), "{screen}");
     let file = read(&x);
     assert_eq!(file.runs.len(), 2, "appended to the same record");
     let (a, b) = (
@@ -365,9 +366,9 @@ fn fails_with(a: &[&str], code: i32, needles: &[&str]) -> String {
     let out = tokfire().args(a).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(code), "{a:?}: {err}");
-    assert!(!err.contains("panicked"), "{a:?}: {err}");
+    assert!(!support::has(&err, "panicked"), "{a:?}: {err}");
     for n in needles {
-        assert!(err.contains(n), "{a:?}: '{n}' not in: {err}");
+        assert!(support::has(&err, n), "{a:?}: '{n}' not in: {err}");
     }
     String::from_utf8(out.stdout).unwrap()
 }
@@ -395,12 +396,12 @@ fn compare_matches_levels_by_job_count_never_by_position() {
     );
     let screen = ok(&["compare", xs, ys, "--force"]);
     assert!(
-        screen.contains("1 job: only the old run measured it"),
+        support::has(&screen, "1 job: only the old run measured it"),
         "{screen}"
     );
-    assert!(screen.contains("at 2 jobs:"), "{screen}");
+    assert!(support::has(&screen, "at 2 jobs:"), "{screen}");
     assert!(
-        !screen.contains("at 1 job:"),
+        !support::has(&screen, "at 1 job:"),
         "1 job has nothing to compare with:\n{screen}"
     );
     // Same job sets in another order are still matched by count: a record with its levels
@@ -442,7 +443,7 @@ fn rerun_treats_the_record_as_data_and_repeats_only_runs_and_sweeps() {
         r["config"]["trace"] = victim.to_str().unwrap().into()
     });
     let screen = ok(&["rerun", evil.to_str().unwrap(), "--rounds", "3"]);
-    assert!(screen.contains("verdict: "), "{screen}");
+    assert!(support::has(&screen, "verdict: "), "{screen}");
     assert!(!victim.exists(), "rerun wrote the stored trace path");
     // Cold starts and sessions are repeated by their own verb, the command shell-quoted.
     let cold = edit("cold.json", &|r| {
@@ -513,17 +514,19 @@ fn ab_honours_format_and_exit_code_and_report_renders_the_pair_in_every_format()
     );
     let md = ok(&["report", o, "--format", "md"]);
     assert!(
-        md.contains("verdict: retest") && md.contains("**A**") && md.contains("**B**"),
+        support::has(&md, "verdict: retest")
+            && support::has(&md, "**A**")
+            && support::has(&md, "**B**"),
         "{md}"
     );
     let csv = ok(&["report", o, "--format", "csv"]);
     assert_eq!(csv.lines().count(), 3, "header + arm A + arm B:\n{csv}");
     assert!(
-        csv.contains(&file.runs[0].id) && csv.contains(&file.runs[1].id),
+        support::has(&csv, &file.runs[0].id) && support::has(&csv, &file.runs[1].id),
         "{csv}"
     );
     let text = ok(&["report", o]);
-    assert!(text.contains("verdict: retest"), "{text}");
+    assert!(support::has(&text, "verdict: retest"), "{text}");
     let html = dir.path().join("ab.html");
     fails(
         &["report", o, "--html", html.to_str().unwrap()],
@@ -558,7 +561,7 @@ fn calibrate_measures_the_noise_floor_and_ab_warns_below_it() {
         "false positives: ",
         "machine: ",
     ] {
-        assert!(screen.contains(want), "'{want}' not in:\n{screen}");
+        assert!(support::has(&screen, want), "'{want}' not in:\n{screen}");
     }
     let path = dir.path().join("calibration.json");
     let mut profile: serde_json::Value =
@@ -587,9 +590,12 @@ fn calibrate_measures_the_noise_floor_and_ab_warns_below_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
-        err.contains("--min-effect 3.0 % is below what this machine resolves for decode tok/s"),
+        support::has(
+            &err,
+            "--min-effect 3.0 % is below what this machine resolves for decode tok/s"
+        ),
         "{err}"
     );
-    assert!(err.contains("moved up to 50.0 %"), "{err}");
+    assert!(support::has(&err, "moved up to 50.0 %"), "{err}");
     fails(&["calibrate", "--pairs", "1", "--model", m], &["--pairs"]);
 }

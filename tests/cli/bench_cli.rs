@@ -45,7 +45,10 @@ fn sweep_prints_the_sheet_and_records_every_field() {
         "resources:",
         "command:",
     ] {
-        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+        assert!(
+            support::has(&stdout, want),
+            "missing {want:?} in:\n{stdout}"
+        );
     }
     let file = read(&out);
     assert_eq!(file.runs.len(), 1);
@@ -151,7 +154,10 @@ fn fails(args: &[&str]) -> String {
     let out = tokfire().args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success(), "{args:?} succeeded");
-    assert!(!stderr.contains("panicked"), "panic for {args:?}: {stderr}");
+    assert!(
+        !support::has(&stderr, "panicked"),
+        "panic for {args:?}: {stderr}"
+    );
     stderr
 }
 
@@ -192,7 +198,7 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
     .unwrap();
     let e = bad("run", f, o, &[]);
     assert!(
-        e.contains("bad.toml") && e.contains("max_tokens") && e.contains("line"),
+        support::has(&e, "bad.toml") && support::has(&e, "max_tokens") && support::has(&e, "line"),
         "{e}"
     );
     std::fs::write(
@@ -201,7 +207,10 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
     )
     .unwrap();
     let e = bad("run", f, o, &[]);
-    assert!(e.contains("telepathy") && e.contains("contains"), "{e}");
+    assert!(
+        support::has(&e, "telepathy") && support::has(&e, "contains"),
+        "{e}"
+    );
 
     // A shipped workload edited without a version bump.
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
@@ -210,7 +219,7 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
     std::fs::write(&edited, chat.replacen("user = \"", "user = \"Please, ", 1)).unwrap();
     let e = bad("run", edited.to_str().unwrap(), o, &[]);
     assert!(
-        e.contains("chat.toml") && e.contains("bump `version`"),
+        support::has(&e, "chat.toml") && support::has(&e, "bump `version`"),
         "{e}"
     );
 
@@ -220,21 +229,24 @@ fn bad_input_is_a_clear_error_and_loses_nothing() {
     assert!(bad("run", good, o, &["--threads", "0"]).contains("--threads"));
     let e = bad("run", good, o, &["--kernels", "avx9"]);
     assert!(
-        e.contains("--kernels avx9") && e.contains("avx512-vnni"),
+        support::has(&e, "--kernels avx9") && support::has(&e, "avx512-vnni"),
         "{e}"
     );
     let e = bad("run", "no-such-workload", o, &[]);
-    assert!(e.contains("no-such-workload") && e.contains("chat"), "{e}");
+    assert!(
+        support::has(&e, "no-such-workload") && support::has(&e, "chat"),
+        "{e}"
+    );
 
     // An --out that cannot be written fails before any work; a non-results file is not touched.
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "x").unwrap();
     let e = bad("run", good, blocker.join("r.json").to_str().unwrap(), &[]);
-    assert!(e.contains("--out") && e.contains("file"), "{e}");
+    assert!(support::has(&e, "--out") && support::has(&e, "file"), "{e}");
     let notes = dir.path().join("notes.json");
     std::fs::write(&notes, "my notes").unwrap();
     let e = bad("run", good, notes.to_str().unwrap(), &[]);
-    assert!(e.contains("not a tokfire results file"), "{e}");
+    assert!(support::has(&e, "not a tokfire results file"), "{e}");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes");
 
     assert_eq!(

@@ -27,7 +27,10 @@ fn fails(args: &[&str], code: i32) -> String {
         Some(code),
         "exit code for {args:?}; stderr: {stderr}"
     );
-    assert!(!stderr.contains("panicked"), "panic for {args:?}: {stderr}");
+    assert!(
+        !crate::support::has(&stderr, "panicked"),
+        "panic for {args:?}: {stderr}"
+    );
     assert!(
         stderr.starts_with("Error: ") || code == 2,
         "no Error: line for {args:?}: {stderr}"
@@ -59,7 +62,10 @@ fn generate_on_a_synthetic_model_prints_text_and_the_four_clocks() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     for clock in ["load", "warm-up", "prefill", "decode", "tok/s", "machine: "] {
-        assert!(stderr.contains(clock), "missing {clock} in {stderr}");
+        assert!(
+            crate::support::has(&stderr, clock),
+            "missing {clock} in {stderr}"
+        );
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -95,9 +101,9 @@ fn inspect_reports_the_file_as_text_json_and_token_ids() {
     let text = tokfire().args(["inspect", m]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
-        text.contains("architecture  llama")
-            && text.contains("sha256")
-            && text.contains("chat template yes"),
+        crate::support::has(&text, "architecture  llama")
+            && crate::support::has(&text, "sha256")
+            && crate::support::has(&text, "chat template yes"),
         "{text}"
     );
     let json = tokfire().args(["inspect", m, "--json"]).output().unwrap();
@@ -142,7 +148,8 @@ fn hub_ids_load_from_a_local_hub_cache() {
 fn missing_file_names_the_path() {
     let e = fails(&["generate", "--model", "/nonexistent/dir/model.gguf"], 1);
     assert!(
-        e.contains("/nonexistent/dir/model.gguf") && e.contains("no such file"),
+        crate::support::has(&e, "/nonexistent/dir/model.gguf")
+            && crate::support::has(&e, "no such file"),
         "{e}"
     );
 }
@@ -153,9 +160,9 @@ fn a_file_that_is_not_gguf_says_so() {
     let p = dir.path().join("notes.gguf");
     std::fs::write(&p, "hello, I am text").unwrap();
     let e = fails(&["generate", "--model", p.to_str().unwrap()], 1);
-    assert!(e.contains("not a GGUF file"), "{e}");
+    assert!(crate::support::has(&e, "not a GGUF file"), "{e}");
     let e = fails(&["inspect", p.to_str().unwrap()], 1);
-    assert!(e.contains("not a GGUF file"), "{e}");
+    assert!(crate::support::has(&e, "not a GGUF file"), "{e}");
 }
 
 #[test]
@@ -168,7 +175,8 @@ fn truncated_gguf_is_reported_as_damaged() {
         std::fs::write(&p, &bytes[..keep]).unwrap();
         let e = fails(&["generate", "--model", p.to_str().unwrap()], 1);
         assert!(
-            e.contains("damaged or truncated") && e.contains(&format!("cut{keep}.gguf")),
+            crate::support::has(&e, "damaged or truncated")
+                && crate::support::has(&e, format!("cut{keep}.gguf")),
             "{keep}: {e}"
         );
     }
@@ -186,7 +194,8 @@ fn unsupported_architecture_lists_the_supported_ones() {
     );
     let e = fails(&["generate", "--model", m.to_str().unwrap()], 1);
     assert!(
-        e.contains("architecture 'mamba' is not supported") && e.contains("llama"),
+        crate::support::has(&e, "architecture 'mamba' is not supported")
+            && crate::support::has(&e, "llama"),
         "{e}"
     );
     // inspect still describes it.
@@ -208,7 +217,7 @@ fn gguf_without_tokenizer_metadata_says_what_is_missing() {
     );
     let e = fails(&["generate", "--model", m.to_str().unwrap()], 1);
     assert!(
-        e.contains("no tokenizer") && e.contains("tokenizer.ggml.model"),
+        crate::support::has(&e, "no tokenizer") && crate::support::has(&e, "tokenizer.ggml.model"),
         "{e}"
     );
 }
@@ -217,7 +226,8 @@ fn gguf_without_tokenizer_metadata_says_what_is_missing() {
 fn unknown_model_name_lists_the_known_ones() {
     let e = fails(&["generate", "--model", "no-such-model"], 1);
     assert!(
-        e.contains("unknown model 'no-such-model'") && e.contains("smollm2-135m-instruct-q4_1"),
+        crate::support::has(&e, "unknown model 'no-such-model'")
+            && crate::support::has(&e, "smollm2-135m-instruct-q4_1"),
         "{e}"
     );
 }
@@ -228,14 +238,14 @@ fn bad_devices_are_explained() {
     let m = tiny(dir.path(), Spec::default());
     let m = m.to_str().unwrap();
     let e = fails(&["generate", "--model", m, "--device", "tpu"], 1);
-    assert!(e.contains("--device tpu"), "{e}");
+    assert!(crate::support::has(&e, "--device tpu"), "{e}");
     if !cfg!(feature = "cuda") {
         let e = fails(&["generate", "--model", m, "--device", "cuda"], 1);
-        assert!(e.contains("--features cuda"), "{e}");
+        assert!(crate::support::has(&e, "--features cuda"), "{e}");
     }
     if !cfg!(feature = "metal") {
         let e = fails(&["generate", "--model", m, "--device", "metal"], 1);
-        assert!(e.contains("--features metal"), "{e}");
+        assert!(crate::support::has(&e, "--features metal"), "{e}");
     }
 }
 
@@ -247,12 +257,12 @@ fn bad_flags_name_the_flag() {
         &["generate", "--model", m.to_str().unwrap(), "--top-p", "1.5"],
         1,
     );
-    assert!(e.contains("--top-p"), "{e}");
+    assert!(crate::support::has(&e, "--top-p"), "{e}");
     fails(&["generate", "--dtype", "int3"], 2);
 }
 
 #[test]
 fn session_without_a_file_is_a_usage_error() {
     let e = fails(&["session"], 2);
-    assert!(e.contains("<FILE>"), "session: {e}");
+    assert!(crate::support::has(&e, "<FILE>"), "session: {e}");
 }

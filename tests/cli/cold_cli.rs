@@ -46,6 +46,7 @@ fn cold_starts_evict_and_time_every_clock() {
     let dir = disk_dir();
     let (res, out) = run_cold(dir.path(), &["--repeat", "2"]);
     let stdout = String::from_utf8_lossy(&res.stdout);
+    support::fits_100(&stdout);
     assert!(
         res.status.success(),
         "{}",
@@ -59,7 +60,10 @@ fn cold_starts_evict_and_time_every_clock() {
         "counted: 2 cold, 2 warm",
         "load split s (header/tokenizer/weights/touch)",
     ] {
-        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+        assert!(
+            support::has(&stdout, want),
+            "missing {want:?} in:\n{stdout}"
+        );
     }
     let file: ResultsFile = read(&out);
     let run = &file.runs[0];
@@ -93,7 +97,10 @@ fn cold_starts_evict_and_time_every_clock() {
             "{:.3}/{:.3}/{:.3}/{:.3} ",
             split.header_s, split.tokenizer_s, split.weights_s, split.first_touch_s
         );
-        assert!(stdout.contains(&cell), "missing {cell:?} in:\n{stdout}");
+        assert!(
+            support::has(&stdout, &cell),
+            "missing {cell:?} in:\n{stdout}"
+        );
         match s.kind {
             Cold => {
                 let e = s
@@ -125,7 +132,7 @@ fn cold_starts_evict_and_time_every_clock() {
     assert!(again.status.success());
     let text = String::from_utf8_lossy(&again.stdout);
     assert!(
-        text.contains("tokfire cold") && text.contains("cold median"),
+        support::has(&text, "tokfire cold") && support::has(&text, "cold median"),
         "{text}"
     );
     let csv = tokfire()
@@ -145,10 +152,11 @@ fn a_killed_start_is_a_failed_start_kept_in_the_record() {
     let (res, out) = run_cold(dir.path(), &["--repeat", "1", "--timeout", "0.001"]);
     assert_eq!(res.status.code(), Some(1), "failed starts fail the run");
     let stderr = String::from_utf8_lossy(&res.stderr);
-    assert!(stderr.contains("2 of 2 starts failed"), "{stderr}");
+    assert!(support::has(&stderr, "2 of 2 starts failed"), "{stderr}");
     let stdout = String::from_utf8_lossy(&res.stdout);
     assert!(
-        stdout.contains("FAILED") && stdout.contains("hung: still running after --timeout"),
+        support::has(&stdout, "FAILED")
+            && support::has(&stdout, "hung: still running after --timeout"),
         "{stdout}"
     );
     let run = &read(&out).runs[0];
@@ -196,7 +204,7 @@ fn drop_caches_without_root_is_a_clear_error() {
     assert_eq!(res.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert!(
-        stderr.contains("--drop-caches") && stderr.contains("needs root"),
+        support::has(&stderr, "--drop-caches") && support::has(&stderr, "needs root"),
         "{stderr}"
     );
     assert!(!out.exists(), "nothing ran, nothing recorded");
@@ -254,7 +262,10 @@ fn sigint_kills_the_running_child_and_keeps_the_starts_done() {
     }
     assert_eq!(res.status.code(), Some(130), "{stderr}");
     assert!(
-        stderr.contains("interrupted by SIGINT: the running child was killed"),
+        support::has(
+            &stderr,
+            "interrupted by SIGINT: the running child was killed"
+        ),
         "{stderr}"
     );
     assert_eq!(
@@ -273,7 +284,7 @@ fn sigint_kills_the_running_child_and_keeps_the_starts_done() {
     }
     let log = std::fs::read_to_string(out.with_extension("txt")).unwrap();
     assert!(
-        log.contains("interrupted (SIGINT)") && log.contains("its start is not kept"),
+        support::has(&log, "interrupted (SIGINT)") && support::has(&log, "its start is not kept"),
         "{log}"
     );
     let left = processes_with(m.to_str().unwrap());
@@ -298,8 +309,8 @@ fn a_model_another_process_maps_is_named_and_private_copy_makes_it_cold() {
         String::from_utf8_lossy(&res.stderr)
     );
     let me = format!("mapped by pid {}", std::process::id());
-    assert!(stdout.contains(&format!("not cold: {me}")), "{stdout}");
-    assert!(stdout.contains("--private-copy"), "{stdout}");
+    assert!(support::has(&stdout, format!("not cold: {me}")), "{stdout}");
+    assert!(support::has(&stdout, "--private-copy"), "{stdout}");
     let file_back = read(&out);
     let start = &file_back.runs[0].cold.as_ref().unwrap().starts[0];
     assert_eq!(start.counted, Counted::NotCold);

@@ -66,7 +66,11 @@ fn the_stored_summary_is_the_sheet_and_report_reprints_the_run() {
     assert_eq!(lines.len(), 3, "header + one row per level:\n{csv}");
     assert!(lines[1].starts_with(&format!("{},{m},", run.id)), "{csv}");
     let log = std::fs::read_to_string(out.with_extension("txt")).unwrap();
-    assert!(log.contains(&run.id) && log.contains("verdict:") && log.contains("complete"));
+    assert!(
+        support::has(&log, &run.id)
+            && support::has(&log, "verdict:")
+            && support::has(&log, "complete")
+    );
 }
 
 #[test]
@@ -98,7 +102,7 @@ fn exit_code_gates_on_the_verdict_at_the_highest_level() {
     assert_eq!(res.status.code(), Some(1));
     let e = String::from_utf8_lossy(&res.stderr);
     assert!(
-        e.contains("--exit-code") && e.contains("median TTFT"),
+        support::has(&e, "--exit-code") && support::has(&e, "median TTFT"),
         "{e}"
     );
     let lenient = workload(dir.path(), WORKLOAD);
@@ -123,7 +127,7 @@ fn sigint_after_round_two_records_an_interrupted_run() {
         return; // the signal arrived after the last step: nothing to interrupt
     }
     assert_eq!(res.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    assert!(support::has(&stderr, "interrupted by SIGINT"), "{stderr}");
     assert_eq!(
         run.status,
         RunStatus::Interrupted {
@@ -142,9 +146,9 @@ fn sigint_after_round_two_records_an_interrupted_run() {
     let n = run.levels[0].rounds.len();
     let said = format!("interrupted (SIGINT); measured rounds done: 2 jobs {n} of 200");
     let text = ok(&["report", o]);
-    assert!(text.contains(&format!("status: {said}")), "{text}");
+    assert!(support::has(&text, format!("status: {said}")), "{text}");
     assert!(
-        text.contains(&format!("status:    {said}")),
+        support::has(&text, format!("status:    {said}")),
         "one-screen summary:\n{text}"
     );
     assert!(ok(&["report", o, "--format", "md"]).contains(&said));
@@ -175,9 +179,9 @@ fn configuration_errors_are_refused_before_anything_is_recorded_or_started() {
         let res = tokfire().args(a).output().unwrap();
         let err = String::from_utf8_lossy(&res.stderr);
         assert_eq!(res.status.code(), Some(1), "{a:?}: {err}");
-        assert!(err.contains(needle), "{a:?}: '{needle}' not in {err}");
+        assert!(support::has(&err, needle), "{a:?}: '{needle}' not in {err}");
         assert_eq!(err.matches(needle).count(), 1, "said once: {err}");
-        assert!(!err.contains("start 1/"), "a start ran: {err}");
+        assert!(!support::has(&err, "start 1/"), "a start ran: {err}");
         assert!(!out.exists(), "{a:?} wrote a record");
     };
     let mut flags: Vec<(&str, &str, &str)> = vec![("--threads", "100000", "per logical CPU")];
@@ -277,9 +281,9 @@ fn bad_input_to_report_is_a_clear_error() {
         let out = tokfire().args(a).output().unwrap();
         let e = String::from_utf8_lossy(&out.stderr).to_string();
         assert_eq!(out.status.code(), Some(1), "{a:?}: {e}");
-        assert!(!e.contains("panicked"), "{e}");
+        assert!(!support::has(&e, "panicked"), "{e}");
         for w in want {
-            assert!(e.contains(w), "{a:?}: {w:?} not in {e}");
+            assert!(support::has(&e, w), "{a:?}: {w:?} not in {e}");
         }
     };
     let notes = write("notes.json", r#"{"hello": 1}"#);
@@ -377,9 +381,9 @@ fn a_cpu_hog_beside_a_run_flags_its_rounds_and_the_verdict_is_retest() {
         .iter()
         .filter(|r| r.warmup)
         .all(|r| r.quiet_wait.is_none()));
-    assert!(sheet.contains("--quiet-wait 1: waited"), "{sheet}");
+    assert!(support::has(&sheet, "--quiet-wait 1: waited"), "{sheet}");
     assert!(
-        sheet.contains("3 started with the machine still busy"),
+        support::has(&sheet, "3 started with the machine still busy"),
         "{sheet}"
     );
     let s = run.summary.as_ref().unwrap();
@@ -394,7 +398,7 @@ fn a_cpu_hog_beside_a_run_flags_its_rounds_and_the_verdict_is_retest() {
         "run again on a quiet machine",
         "machine:",
     ] {
-        assert!(sheet.contains(want), "'{want}' not in:\n{sheet}");
+        assert!(support::has(&sheet, want), "'{want}' not in:\n{sheet}");
     }
     let csv = ok(&["report", out.to_str().unwrap(), "--format", "csv"]);
     let (head, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
@@ -415,11 +419,11 @@ fn a_cpu_hog_beside_a_run_flags_its_rounds_and_the_verdict_is_retest() {
     ]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
-        page.contains("rounds disturbed") && page.contains("retest"),
+        support::has(&page, "rounds disturbed") && support::has(&page, "retest"),
         "HTML says it"
     );
     assert!(
-        page.contains("— DISTURBED: other processes"),
+        support::has(&page, "— DISTURBED: other processes"),
         "the round shown is marked"
     );
     assert!(

@@ -46,6 +46,7 @@ fn a_scripted_session_runs_every_step_in_order_with_its_clocks() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&res.stdout);
+    support::fits_100(&stdout);
     assert!(
         res.status.success(),
         "{}",
@@ -60,7 +61,10 @@ fn a_scripted_session_runs_every_step_in_order_with_its_clocks() {
         "generating",
         "time scale 0.1",
     ] {
-        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+        assert!(
+            support::has(&stdout, want),
+            "missing {want:?} in:\n{stdout}"
+        );
     }
     let run = read(&out).runs.remove(0);
     let sess = run.session.expect("a session record");
@@ -199,7 +203,7 @@ repeat = 2
         chats[2].prompt_tokens, chats[3].prompt_tokens,
         "a repeat asks the same turn"
     );
-    assert!(stdout.contains("(chat turn 3)"), "{stdout}");
+    assert!(support::has(&stdout, "(chat turn 3)"), "{stdout}");
 }
 
 #[cfg(target_os = "linux")]
@@ -237,7 +241,7 @@ fn an_asked_eviction_that_did_not_take_says_so_and_why() {
         "step 1 (line 2): evict = true did not take: mapped by pid",
         "0 on a cold page cache, 1 asked eviction failed",
     ] {
-        assert!(stdout.contains(want), "'{want}' not in:\n{stdout}");
+        assert!(support::has(&stdout, want), "'{want}' not in:\n{stdout}");
     }
     drop(map);
 }
@@ -252,8 +256,8 @@ fn fails(dir: &Path, text: &str) -> String {
         .unwrap();
     assert_eq!(res.status.code(), Some(1));
     let err = String::from_utf8_lossy(&res.stderr).to_string();
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(err.contains("bad.toml"), "{err}");
+    assert!(!support::has(&err, "panicked"), "{err}");
+    assert!(support::has(&err, "bad.toml"), "{err}");
     err
 }
 
@@ -266,16 +270,25 @@ fn bad_scripts_are_clear_errors_with_the_line() {
         dir.path(),
         &format!("{head}[[step]]\nchat = \"x\"\nmax_tokenz = 3\n"),
     );
-    assert!(e.contains("line 6") && e.contains("max_tokenz"), "{e}");
+    assert!(
+        support::has(&e, "line 6") && support::has(&e, "max_tokenz"),
+        "{e}"
+    );
     let e = fails(dir.path(), &format!("{head}[[step]]\nidle = \"-90s\"\n"));
-    assert!(e.contains("line 4") && e.contains("negative"), "{e}");
+    assert!(
+        support::has(&e, "line 4") && support::has(&e, "negative"),
+        "{e}"
+    );
     let e = fails(
         dir.path(),
         &format!("{head}[[step]]\nload = \"no-such-model\"\n"),
     );
-    assert!(e.contains("line 4") && e.contains("no-such-model"), "{e}");
+    assert!(
+        support::has(&e, "line 4") && support::has(&e, "no-such-model"),
+        "{e}"
+    );
     let e = fails(dir.path(), "name = \"t\"\n[[step]\n");
-    assert!(e.contains("line 2"), "{e}");
+    assert!(support::has(&e, "line 2"), "{e}");
     assert!(
         !dir.path().join("r.json").exists(),
         "nothing runs before the script is valid"
@@ -290,7 +303,7 @@ fn a_bad_time_scale_names_the_flag() {
         .unwrap();
     let err = String::from_utf8_lossy(&res.stderr);
     assert!(
-        !res.status.success() && err.contains("--time-scale"),
+        !res.status.success() && support::has(&err, "--time-scale"),
         "{err}"
     );
 }

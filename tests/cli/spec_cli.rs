@@ -14,7 +14,10 @@ fn fails(a: &[&str]) -> String {
     let out = tokfire().args(a).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success(), "{a:?} succeeded");
-    assert!(!stderr.contains("panicked"), "panic for {a:?}: {stderr}");
+    assert!(
+        !support::has(&stderr, "panicked"),
+        "panic for {a:?}: {stderr}"
+    );
     stderr
 }
 
@@ -49,14 +52,17 @@ fn a_speculative_run_keeps_an_interleaved_baseline_and_reports_the_speedup() {
         String::from_utf8_lossy(&res.stderr)
     );
     assert!(
-        stdout.contains("--spec lookup --spec-k 4 --lookup-ngram 1..3) against --spec none"),
+        support::has(
+            &stdout,
+            "--spec lookup --spec-k 4 --lookup-ngram 1..3) against --spec none"
+        ),
         "{stdout}"
     );
     assert!(
-        stdout.contains("1 job:") && stdout.contains("3 jobs:"),
+        support::has(&stdout, "1 job:") && support::has(&stdout, "3 jobs:"),
         "{stdout}"
     );
-    assert!(stdout.contains("outputs identical"), "{stdout}");
+    assert!(support::has(&stdout, "outputs identical"), "{stdout}");
     let file = read(&out);
     let run = &file.runs[0];
     assert_eq!(run.status, RunStatus::Complete);
@@ -89,7 +95,7 @@ fn a_speculative_run_keeps_an_interleaved_baseline_and_reports_the_speedup() {
         );
     }
     assert!(
-        stdout.contains("per round pair ×") && stdout.contains(", 2 pairs)"),
+        support::has(&stdout, "per round pair ×") && support::has(&stdout, ", 2 pairs)"),
         "{stdout}"
     );
     let drafter = run.drafter.as_ref().unwrap();
@@ -102,7 +108,7 @@ fn a_speculative_run_keeps_an_interleaved_baseline_and_reports_the_speedup() {
         .unwrap();
     let csv = String::from_utf8_lossy(&res.stdout);
     assert!(
-        csv.contains("spec_decode_speedup") && csv.contains("spec_outputs_identical"),
+        support::has(&csv, "spec_decode_speedup") && support::has(&csv, "spec_outputs_identical"),
         "{csv}"
     );
 
@@ -119,7 +125,7 @@ fn a_speculative_run_keeps_an_interleaved_baseline_and_reports_the_speedup() {
     );
     let stdout = String::from_utf8_lossy(&res.stdout);
     assert!(
-        stdout.contains("no --spec none baseline (--no-baseline)"),
+        support::has(&stdout, "no --spec none baseline (--no-baseline)"),
         "{stdout}"
     );
     assert!(read(&out2).runs[0].baseline.is_none());
@@ -147,7 +153,7 @@ fn a_draft_model_run_records_the_drafter_and_keeps_the_output() {
     );
     let stdout = String::from_utf8_lossy(&res.stdout);
     assert!(
-        stdout.contains("--draft-dtype q") && stdout.contains("draft model"),
+        support::has(&stdout, "--draft-dtype q") && support::has(&stdout, "draft model"),
         "{stdout}"
     );
     let run = &read(&out).runs[0];
@@ -180,24 +186,32 @@ fn bad_speculation_settings_are_clear_errors() {
         fails(&a)
     };
     let e = bad(&["--spec", "lookup", "--spec-k", "0"]);
-    assert!(e.contains("--spec-k") && e.contains("at least 1"), "{e}");
+    assert!(
+        support::has(&e, "--spec-k") && support::has(&e, "at least 1"),
+        "{e}"
+    );
     // The tiny model has 2 layers.
     let e = bad(&["--spec", "layerskip:2"]);
-    assert!(e.contains("layerskip:2") && e.contains("2 layers"), "{e}");
+    assert!(
+        support::has(&e, "layerskip:2") && support::has(&e, "2 layers"),
+        "{e}"
+    );
     let e = bad(&["--spec", "medusa"]);
     assert!(
-        e.contains("unknown drafter") && e.contains("draft:MODEL"),
+        support::has(&e, "unknown drafter") && support::has(&e, "draft:MODEL"),
         "{e}"
     );
     let e = bad(&["--spec", "draft:"]);
-    assert!(e.contains("draft needs a model"), "{e}");
+    assert!(support::has(&e, "draft needs a model"), "{e}");
     let e = bad(&["--spec", "mtp"]);
     assert!(
-        e.contains("nextn_predict_layers") && e.contains("DeepSeek-V3") && e.contains("Qwen3-Next"),
+        support::has(&e, "nextn_predict_layers")
+            && support::has(&e, "DeepSeek-V3")
+            && support::has(&e, "Qwen3-Next"),
         "{e}"
     );
     let e = bad(&["--spec", "draft:/no/such/model.gguf"]);
-    assert!(e.contains("/no/such/model.gguf"), "{e}");
+    assert!(support::has(&e, "/no/such/model.gguf"), "{e}");
 }
 
 #[test]
@@ -219,12 +233,14 @@ fn real_models_without_a_shared_vocabulary_or_mtp_layers_are_refused() {
     };
     let e = run("draft:gemma3-270m-q4_k_m");
     assert!(
-        e.contains("gemma3-270m-q4_k_m") && e.contains("smollm2") && e.contains("vocabulary"),
+        support::has(&e, "gemma3-270m-q4_k_m")
+            && support::has(&e, "smollm2")
+            && support::has(&e, "vocabulary"),
         "{e}"
     );
     let e = run("mtp");
     assert!(
-        e.contains("smollm2") && e.contains("llama.nextn_predict_layers"),
+        support::has(&e, "smollm2") && support::has(&e, "llama.nextn_predict_layers"),
         "{e}"
     );
 }

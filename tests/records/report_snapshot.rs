@@ -35,3 +35,20 @@ fn text_sheet_and_summary() {
 fn csv_sheet() {
     check(Format::Csv, "sweep-record.csv");
 }
+
+#[test]
+fn every_text_rendering_of_every_fixture_fits_100_columns() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for name in ["sweep-record.json", "record-v1.json"] {
+        let file: ResultsFile =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
+        for run in &file.runs {
+            for format in [Format::Text, Format::Md] {
+                let text = render(run, format);
+                for l in text.lines().filter(|l| !l.starts_with('|')) {
+                    assert!(l.chars().count() <= 100, "{name} {format:?}: {l}");
+                }
+            }
+        }
+    }
+}

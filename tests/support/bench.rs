@@ -15,6 +15,24 @@ pub fn real_weights() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Every line of a text screen fits 100 columns (Markdown table rows aside).
+pub fn fits_100(text: &str) {
+    for l in text.lines().filter(|l| !l.starts_with('|')) {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}\n{text}",
+            l.chars().count()
+        );
+    }
+}
+
+/// Whether `text` holds `needle` once line wrapping is undone (every run of whitespace, line
+/// breaks and hanging indents included, read as one space).
+pub fn has(text: impl AsRef<str>, needle: impl AsRef<str>) -> bool {
+    let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    flat(text.as_ref()).contains(&flat(needle.as_ref()))
+}
+
 pub fn tokfire() -> Command {
     let mut c = Command::cargo_bin("tokfire").unwrap();
     c.env_remove("TOKFIRE_CACHE").env("TOKFIRE_LOG", "error");

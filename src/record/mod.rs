@@ -127,11 +127,18 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    /// The stored summary, or one derived now for a record that has none.
+    /// The stored summary, or one derived now for a record that has none; a stored summary
+    /// from before a figure was summarised gets that figure from the raw samples here, so every
+    /// presenter reads one summary.
     pub(crate) fn summary(&self) -> summary::RunSummary {
-        self.summary
+        let mut s = self
+            .summary
             .clone()
-            .unwrap_or_else(|| summary::summarize_run(self))
+            .unwrap_or_else(|| summary::summarize_run(self));
+        if s.disk_read_bytes.is_none() {
+            s.disk_read_bytes = summary::disk_read(self);
+        }
+        s
     }
 }
 

@@ -315,6 +315,20 @@ pub struct RunSummary {
     /// median, seconds: the same prompt once the process is warm (absent in older records).
     #[serde(default)]
     pub first_prompt_later_ttft_s: Option<f64>,
+    /// Bytes the process read from disk: the load and every round, warm-up included (none when
+    /// any of them was not measured; summaries written before it was stored get it on reading).
+    #[serde(default)]
+    pub disk_read_bytes: Option<u64>,
+}
+
+/// Bytes read from disk by the load and every round, or none when any reading is missing.
+pub(crate) fn disk_read(run: &RunRecord) -> Option<u64> {
+    run.levels
+        .iter()
+        .flat_map(|l| &l.rounds)
+        .map(|r| r.disk_read_bytes)
+        .sum::<Option<u64>>()
+        .map(|b| b + run.load.disk_read_bytes.unwrap_or(0))
 }
 
 /// Derives the summary of a run; `headroom` is the margin a comfortable level should keep.
@@ -347,6 +361,7 @@ pub fn summarize_run(run: &RunRecord) -> RunSummary {
         first_ttft_s,
         cold_first_token_s: first_ttft_s.map(|t| t + run.load.seconds),
         first_prompt_later_ttft_s: first.and_then(first_prompt_later_ttft_s),
+        disk_read_bytes: disk_read(run),
     }
 }
 

@@ -1,8 +1,13 @@
 //! The HTML report: one self-contained page for one run (no network, scripts, fonts or images;
-//! inline CSS; well-formed XML, so it parses as XHTML too). It shows the run's identity, the
-//! results sheet as a table, the verdict lines, and SVG plots computed from the record's raw
-//! samples of the measured rounds (warm-up rounds are left out):
+//! inline CSS; well-formed XML, so it parses as XHTML too). It opens with the run's one-sentence
+//! verdict and the throughput chart, then the results sheet, the prefill and decode speeds, the
+//! prefix cache (when on), the verdict with each level's checks nested under it, the run's
+//! identity, and SVG plots computed from the record's raw samples of the measured rounds
+//! (warm-up rounds are left out). Every figure that has a name in the sheet comes from the
+//! stored summary, never derived again here; the plots draw the raw samples behind them:
 //!
+//! 0. per-job tok/s (median and slowest job) and aggregate tok/s against jobs, every job's own
+//!    sample behind the lines, the axis spanning every point;
 //! 1. per level, a request timeline of the last measured round: one lane per job, and for every
 //!    task up to three bars, queue wait `[start, start + queue_wait]`, prefill
 //!    `[start + queue_wait, start + TTFT]` and decode `[start + TTFT, start + completion]`. A task
@@ -14,8 +19,7 @@
 //!    waiting sequences with preemptions, KV and step budget use; `html_sched.rs`);
 //! 2. TTFT and 3. completion distributions per level: every sample a dot (jittered sideways by
 //!    a fixed sequence, so the page is the same on every render), the median a line;
-//! 4. per-job tok/s (median and slowest job) and aggregate tok/s against jobs;
-//! 5. the batch-size histogram: decode steps by sequences carried, per level.
+//! 4. the batch-size histogram: decode steps by sequences carried, per level.
 //!
 //! Every `<svg>` has an `id` (`timeline-N`, `ttft`, `completion`, `rates`, `batch`) and every
 //! bar and dot a `class` and a `<title>` tooltip. It only reads the record.
@@ -23,7 +27,7 @@
 use std::fmt::Write;
 
 use super::svg::{esc, nice_ticks, text_width, Axis, Chart, Key, Scale};
-use crate::record::summary::{job_rates, summarize, LevelSummary};
+use crate::record::summary::{job_rates, LevelSummary};
 use crate::record::{LevelRecord, RoundRecord, RunRecord, TaskSample};
 use crate::workload::Outcome;
 
@@ -47,7 +51,7 @@ const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;
 h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:28px 0 8px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px}
 th{background:#f2f2f2;text-align:left}td{font-variant-numeric:tabular-nums}
-table.meta th{width:140px}ul.verdict{font-size:14px}
+table.meta th{width:140px}ul.verdict{font-size:14px}p.lead{font-size:16px;margin:4px 0 12px}
 svg.plot{display:block;margin:12px 0 24px;background:#fff;border:1px solid #ddd}
 svg text{font-family:system-ui,sans-serif}
 .title{font-size:15px;font-weight:600;fill:#222}.legend,.tick{font-size:12px;fill:#333}
@@ -68,29 +72,36 @@ svg text{font-family:system-ui,sans-serif}
 
 /// One self-contained page for one run.
 pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
-    let name = format!("{}@{}", run.workload.name, run.workload.version);
+    let d = run.summary();
+    let name = format!(
+        "{} v{} · {}",
+        run.workload.name, run.workload.version, run.config.model.model
+    );
     let mut out = String::new();
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n\
          <meta charset=\"utf-8\"/>\n<title>TokFire report: {}</title>\n<style>\n{CSS}\n</style>\n\
-         </head>\n<body>\n<h1>TokFire report: {}</h1>\n",
+         </head>\n<body>\n<h1>TokFire report: {}</h1>\n<p class=\"lead\">{}</p>\n",
         esc(&name),
-        esc(&name)
+        esc(&name),
+        esc(&d.verdict.line)
     );
-    out.push_str(&meta(run));
+    out.push_str(&rates(run, &d.levels));
     out.push_str("<h2>Results</h2>\n");
     out.push_str(&table(sheet));
+    out.push_str("<h2>Speeds</h2>\n");
+    out.push_str(&table(&speeds(&d.levels)));
     if let Some(budget) = super::prefix::budget_line(run) {
-        let (headers, rows) = super::prefix::cells(&run.summary().levels);
+        let (headers, rows) = super::prefix::cells(&d.levels);
         let _ = write!(out, "<h2>Prefix cache</h2>\n<p>{}</p>\n", esc(&budget));
         out.push_str(&table(&SheetTable { headers, rows }));
     }
-    out.push_str("<h2>Verdict</h2>\n<ul class=\"verdict\">\n");
-    for line in verdict {
-        let _ = writeln!(out, "<li>{}</li>", esc(line));
-    }
-    out.push_str("</ul>\n<h2>Request timelines</h2>\n");
+    out.push_str("<h2>Verdict</h2>\n");
+    out.push_str(&verdict_list(verdict));
+    out.push_str("<h2>Run</h2>\n");
+    out.push_str(&meta(run, &d));
+    out.push_str("<h2>Request timelines</h2>\n");
     for (i, level) in run.levels.iter().enumerate() {
         out.push_str(&timeline(level, i));
         out.push_str(&super::html_sched::charts(run, level, i));
@@ -98,17 +109,81 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
     if run.levels.is_empty() {
         out.push_str("<p>No level was run, so there is no timeline.</p>\n");
     }
-    out.push_str("<h2>Distributions and throughput</h2>\n");
+    out.push_str("<h2>Distributions and batch sizes</h2>\n");
     out.push_str(&distribution(run, Metric::Ttft));
     out.push_str(&distribution(run, Metric::Completion));
-    out.push_str(&rates(run));
-    out.push_str(&batch_histogram(run));
+    out.push_str(&batch_histogram(&d.levels));
     out.push_str("</body>\n</html>\n");
     out
 }
 
+/// Prefill and decode speeds per level, from the summary: prompt tokens/s, decode tokens/s per
+/// sequence (1 ÷ median time per output token) and the median TTFT.
+fn speeds(levels: &[LevelSummary]) -> SheetTable {
+    let headers = [
+        "jobs",
+        "prefill tok/s",
+        "decode tok/s per sequence",
+        "TTFT median",
+    ];
+    let rows = levels
+        .iter()
+        .map(|s| {
+            vec![
+                s.jobs.to_string(),
+                s.prompt_tok_s.map_or("n/a".into(), |v| format!("{v:.0}")),
+                s.tpot_median_s
+                    .filter(|t| *t > 0.0)
+                    .map_or("n/a".into(), |t| format!("{:.1}", 1.0 / t)),
+                s.ttft_median_s.map_or("n/a".into(), secs),
+            ]
+        })
+        .collect();
+    SheetTable {
+        headers: headers.iter().map(|h| h.to_string()).collect(),
+        rows,
+    }
+}
+
+/// The verdict lines as a list, each indented line nested under the line above it (a level's
+/// speed and quality checks under the level's label).
+fn verdict_list(lines: &[String]) -> String {
+    let mut out = String::from("<ul class=\"verdict\">\n");
+    let mut open = false;
+    for line in lines {
+        let nested = line.starts_with(' ');
+        match (nested, open) {
+            (true, false) => {
+                out.push_str("<ul>\n");
+                open = true;
+            }
+            (false, true) => {
+                out.push_str("</ul></li>\n");
+                open = false;
+            }
+            (false, false) if !out.ends_with("\">\n") => out.push_str("</li>\n"),
+            _ => {}
+        }
+        match nested {
+            true => {
+                let _ = writeln!(out, "<li>{}</li>", esc(line.trim()));
+            }
+            false => {
+                let _ = write!(out, "<li>{}", esc(line));
+            }
+        }
+    }
+    match (open, lines.is_empty()) {
+        (true, _) => out.push_str("</ul></li>\n"),
+        (false, false) => out.push_str("</li>\n"),
+        _ => {}
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
 /// The run's identity as a two-column table.
-fn meta(run: &RunRecord) -> String {
+fn meta(run: &RunRecord, d: &crate::record::summary::RunSummary) -> String {
     let sha: String = run.model.sha256.chars().take(12).collect();
     let status = match super::text::unfinished(run) {
         u if u.is_empty() => run.status.label(),
@@ -117,7 +192,7 @@ fn meta(run: &RunRecord) -> String {
     let rows = [
         (
             "workload",
-            format!("{}@{}", run.workload.name, run.workload.version),
+            format!("{} v{}", run.workload.name, run.workload.version),
         ),
         (
             "model",
@@ -129,7 +204,7 @@ fn meta(run: &RunRecord) -> String {
         ("status", status),
         (
             "machine",
-            super::summary::machine_line(&run.summary())
+            super::summary::machine_line(d)
                 .unwrap_or_else(|| "n/a (no sentinel readings in this record)".into()),
         ),
         ("git commit", run.build.git_commit.clone()),
@@ -492,13 +567,17 @@ fn rate_series(sums: &[LevelSummary]) -> [Series; 3] {
 }
 
 /// Per-job tok/s (median and slowest job) and aggregate tok/s against jobs.
-fn rates(run: &RunRecord) -> String {
+fn rates(run: &RunRecord, sums: &[LevelSummary]) -> String {
     let title = "Throughput against jobs (measured rounds)";
     let mut c = Chart::new("rates", WIDTH, 380.0, title);
-    let sums: Vec<_> = run.levels.iter().map(summarize).collect();
-    let series = rate_series(&sums);
+    let series = rate_series(sums);
+    // The axis spans every point drawn: the lines and each job's own samples behind them.
+    let samples = (run.levels.iter())
+        .flat_map(|l| measured(l).flat_map(job_rates).map(|(_, v)| v))
+        .filter(|v| v.is_finite());
     let hi = (series.iter())
         .flat_map(|s| s.2.iter().map(|p| p.1))
+        .chain(samples)
         .fold(0.0, f64::max);
     if hi <= 0.0 {
         c.empty("no measured throughput");
@@ -556,13 +635,12 @@ fn per_job_samples(c: &mut Chart, run: &RunRecord, x: &Scale, y: &Scale) {
 }
 
 /// Decode steps by sequences carried, one bar per level in each group.
-fn batch_histogram(run: &RunRecord) -> String {
+fn batch_histogram(levels: &[LevelSummary]) -> String {
     let title = "Batch sizes: decode steps by sequences carried (measured rounds)";
     let mut c = Chart::new("batch", WIDTH, 380.0, title);
-    let hists: Vec<_> = run
-        .levels
+    let hists: Vec<_> = levels
         .iter()
-        .map(|l| (l.jobs, summarize(l).decode_steps_by_seqs))
+        .map(|l| (l.jobs, &l.decode_steps_by_seqs))
         .collect();
     let mut sizes: Vec<usize> = hists.iter().flat_map(|h| h.1.keys().copied()).collect();
     sizes.sort_unstable();

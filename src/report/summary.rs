@@ -131,13 +131,7 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
         .collect();
     line(&mut out, "clocks:", clocks.join("; "));
     let peak = d.levels.iter().filter_map(|s| s.peak_rss_bytes).max();
-    let disk: Option<u64> = run
-        .levels
-        .iter()
-        .flat_map(|l| &l.rounds)
-        .map(|r| r.disk_read_bytes)
-        .sum::<Option<u64>>()
-        .map(|b| b + run.load.disk_read_bytes.unwrap_or(0));
+    let disk = d.disk_read_bytes;
     let power = match &run.energy_na {
         Some(why) => format!("n/a ({why})"),
         None => {

@@ -60,10 +60,15 @@ fn sheet_of(run: &RunRecord) -> SheetTable {
     }
 }
 
+/// Verdict lines shaped as `report` passes them: a level's label, its checks indented under it.
 fn verdict() -> Vec<String> {
     vec![
-        "comfortable at 1 job".into(),
-        "not comfortable at 2 jobs".into(),
+        "1 job:  comfortable at 1 job".into(),
+        "          speed   median TTFT 0.53 s ≤ 1 s".into(),
+        "2 jobs: not comfortable at 2 jobs".into(),
+        "          speed   median TTFT 1.22 s > 1 s".into(),
+        "          quality pass rate 0 % < 80 %".into(),
+        "overall: not comfortable at 2 jobs".into(),
     ]
 }
 
@@ -223,8 +228,46 @@ fn fixture_page_is_complete_and_well_formed() {
         cells.contains(&"36/36") && cells.contains(&"1.47"),
         "{cells:?}"
     );
-    assert!(html.contains("chat@1") && html.contains("smollm2-135m-instruct-q4_1"));
+    assert!(html.contains("chat v1") && html.contains("smollm2-135m-instruct-q4_1"));
     assert!(html.contains("not comfortable at 2 jobs"));
+    // It opens with the one-sentence verdict, then the throughput chart.
+    let body: Vec<Node> = doc
+        .descendants()
+        .find(|n| n.tag_name().name() == "body")
+        .unwrap()
+        .children()
+        .filter(|n| n.is_element())
+        .collect();
+    let tags: Vec<&str> = body.iter().take(3).map(|n| n.tag_name().name()).collect();
+    assert_eq!(tags, ["h1", "p", "svg"], "verdict sentence, then the chart");
+    assert_eq!(body[2].attribute("id"), Some("rates"));
+    let line = tokfire::record::summary::summarize_run(&run).verdict.line;
+    assert_eq!(body[1].text(), Some(line.as_str()));
+    // Decode and prefill speeds are shown; each level's checks nest under its verdict.
+    assert!(html.contains("decode tok/s per sequence") && html.contains("prefill tok/s"));
+    let nested = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "li")
+        .filter(|n| n.children().any(|c| c.tag_name().name() == "ul"))
+        .count();
+    assert!(nested >= 2, "both levels' checks nest under the level");
+    // Every point of the throughput chart lies inside its axis.
+    let rates = body[2];
+    let top = rates
+        .descendants()
+        .filter(|n| has_class(n, "grid") || has_class(n, "axis"))
+        .filter_map(|n| n.attribute("y1").and_then(|v| v.parse::<f64>().ok()))
+        .fold(f64::INFINITY, f64::min);
+    let points = rates
+        .descendants()
+        .filter(|n| n.tag_name().name() == "circle" && !has_class(n, "key"));
+    for c in points {
+        let cy: f64 = c.attribute("cy").unwrap().parse().unwrap();
+        assert!(
+            cy >= top - 0.5,
+            "a point above the axis: cy {cy} < top {top}"
+        );
+    }
 }
 
 #[test]

@@ -1,4 +1,6 @@
-//! Records the git commit and rustc version of this build for result provenance.
+//! Records the git commit and rustc version of this build for result provenance, and the
+//! default model's name from `models/manifest.toml` (its `default = "..."` line), so the name is
+//! written once.
 
 use std::process::Command;
 
@@ -19,4 +21,12 @@ fn main() {
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=.git/refs/heads");
     println!("cargo:rerun-if-changed=build.rs");
+    let manifest = std::fs::read_to_string("models/manifest.toml").expect("models/manifest.toml");
+    let default = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("default = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("models/manifest.toml has a `default = \"NAME\"` line");
+    println!("cargo:rustc-env=TOKFIRE_DEFAULT_MODEL={default}");
+    println!("cargo:rerun-if-changed=models/manifest.toml");
 }

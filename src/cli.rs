@@ -10,7 +10,7 @@ use crate::config::run::Format;
 use crate::config::{LoadMode, SamplingConfig, WeightDType};
 
 /// Name of the model used when `--model` is not given.
-pub(crate) const DEFAULT_MODEL: &str = "smollm2-135m-instruct-q4_1";
+pub(crate) const DEFAULT_MODEL: &str = env!("TOKFIRE_DEFAULT_MODEL");
 
 /// `generate --help`: the clocks and examples.
 fn generate_help() -> String {
@@ -246,16 +246,16 @@ pub struct BenchArgs {
     #[arg(long)]
     pub allow_few_rounds: bool,
     /// Most sequences the engine runs in one step (slots).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = crate::config::run::DEFAULT_MAX_SEQS)]
     pub max_seqs: usize,
     /// Most tokens (prefill + decode) in one engine step.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = crate::config::run::DEFAULT_MAX_BATCH_TOKENS)]
     pub max_batch_tokens: usize,
     /// Longest prefill chunk of one sequence in one step.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = crate::config::run::DEFAULT_PREFILL_CHUNK)]
     pub prefill_chunk: usize,
     /// KV-cache budget: tokens (e.g. 16384) or bytes with a unit (e.g. 256MiB).
-    #[arg(long, default_value = "16384")]
+    #[arg(long, default_value_t = crate::config::run::DEFAULT_KV_BUDGET_TOKENS.to_string())]
     pub kv_budget: String,
     #[command(flatten)]
     pub runtime: RuntimeArgs,

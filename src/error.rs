@@ -169,7 +169,7 @@ pub struct Problems(pub Vec<Problem>);
 impl std::fmt::Display for Problems {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = self.0.len();
-        write!(f, "{n} problem{}: ", if n == 1 { "" } else { "s" })?;
+        write!(f, "{}: ", crate::fmt::plural(n, "problem"))?;
         for (i, p) in self.0.iter().take(LISTED).enumerate() {
             if i > 0 {
                 write!(f, "; ")?;

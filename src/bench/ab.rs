@@ -317,7 +317,7 @@ fn share(a: &RunRecord, b: &mut RunRecord, cfg: &RunConfig) -> Result<(), Config
     if let (Some(level), "cpu") = (cfg.runtime.kernels, a.runtime.device.as_str()) {
         b.runtime.kernels = format!("tokfire kernels {level}");
     }
-    b.scheduler = super::sweep::scheduler_config(cfg, a.model.kv_bytes_per_token)?;
+    b.scheduler = (&super::sweep::scheduler_config(cfg, a.model.kv_bytes_per_token)?).into();
     Ok(())
 }
 
@@ -354,7 +354,7 @@ fn rounds(
             let setup = RoundSetup {
                 loaded: models.target[arm],
                 workload,
-                scheduler: states[arm].record.scheduler,
+                scheduler: states[arm].record.scheduler.config(),
                 sampling: cfgs[arm].sampling.clone(),
                 max_tokens: cfgs[arm].max_tokens,
                 stop,

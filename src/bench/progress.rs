@@ -46,11 +46,10 @@ impl Progress {
             "-".repeat(width - filled.min(width))
         );
         eprint!(
-            "\r\x1b[2Klevel {}/{} ({} job{}) · {round} · [{bar}] {done}/{total} tasks",
+            "\r\x1b[2Klevel {}/{} ({}) · {round} · [{bar}] {done}/{total} tasks",
             at.level,
             at.levels,
-            at.jobs,
-            if at.jobs == 1 { "" } else { "s" }
+            crate::fmt::plural(at.jobs, "job")
         );
         let _ = std::io::stderr().flush();
         self.drawn = true;

@@ -48,7 +48,7 @@ pub(crate) fn run(
         let setup = RoundSetup {
             loaded: &loaded,
             workload: &workload,
-            scheduler: record.scheduler,
+            scheduler: record.scheduler.config(),
             sampling: cfg.sampling.clone(),
             max_tokens: cfg.max_tokens,
             stop: hooks.stop,
@@ -160,7 +160,7 @@ pub(crate) fn prepare(
         split: loaded.split.clone(),
     };
     record.model = model_info(&loaded, &path)?;
-    record.scheduler = scheduler_config(cfg, record.model.kv_bytes_per_token)?;
+    record.scheduler = (&scheduler_config(cfg, record.model.kv_bytes_per_token)?).into();
     for task in &workload.tasks {
         render(&loaded, workload::TaskRun::new(task).prompt())?;
     }

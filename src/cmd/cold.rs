@@ -5,7 +5,7 @@ use crate::bench::cold::{self, ColdPlan};
 use crate::bench::cold_child::{self, ChildSpec};
 use crate::bench::error::BenchError;
 use crate::cli::{ColdArgs, ColdChildArgs};
-use crate::config::run::{EngineSettings, KvBudget, RunConfig, DEFAULT_HEADROOM};
+use crate::config::run::{EngineSettings, RunConfig, DEFAULT_HEADROOM};
 use crate::error::ConfigError;
 use crate::measure::{monotonic, pagecache};
 use crate::record::cold::{ColdSettings, Counted, StartRecord};
@@ -131,14 +131,10 @@ fn plan(args: &ColdArgs) -> anyhow::Result<ColdPlan> {
         rounds: args.repeat,
         warmup_rounds: 0,
         sampling,
+        // One request at a time, the other budgets as `run`'s defaults.
         engine: EngineSettings {
             max_seqs: 1,
-            max_batch_tokens: 512,
-            prefill_chunk: 256,
-            kv_budget: KvBudget::Tokens(16384),
-            schedule: Default::default(),
-            prefix_cache: Default::default(),
-            prefix_cache_budget: None,
+            ..Default::default()
         },
         max_tokens: Some(max_tokens),
         out: args

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::cli::CompareArgs;
+use crate::fmt::hash_prefix as short;
 use crate::record::ab::Metric;
 use crate::record::arms::{self, Judging};
 use crate::record::diff::{differences, Difference};
@@ -122,11 +123,6 @@ fn jobs_list(jobs: &[usize]) -> String {
     }
     let j: Vec<String> = jobs.iter().map(usize::to_string).collect();
     format!("jobs {}", j.join(","))
-}
-
-/// The first 12 characters of a hash (by character: a record is hostile input).
-fn short(h: &str) -> String {
-    h.chars().take(12).collect()
 }
 
 /// The comparison screen of `new` against `old`; errors when not comparable and not forced.

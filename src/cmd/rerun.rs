@@ -107,8 +107,8 @@ fn config(args: &RerunArgs, old: &RunRecord) -> anyhow::Result<RunConfig> {
          blame the build for the edit; restore the workload, or run `tokfire sweep` afresh",
         cfg.workload,
         old.id,
-        old.workload.hash.chars().take(12).collect::<String>(),
-        now.hash.chars().take(12).collect::<String>()
+        crate::fmt::hash_prefix(&old.workload.hash),
+        crate::fmt::hash_prefix(&now.hash)
     );
     let warnings = cfg.validate(true).map_err(|e| {
         anyhow::anyhow!(

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use crate::bench::session::{self, SessionPlan};
 use crate::cli::SessionArgs;
-use crate::config::run::{EngineSettings, KvBudget, RunConfig, DEFAULT_HEADROOM};
+use crate::config::run::{EngineSettings, RunConfig, DEFAULT_HEADROOM};
 use crate::config::DeviceSpec;
 use crate::error::ConfigError;
 use crate::record::session::{StepKindTag, StepRecord};
@@ -112,14 +112,10 @@ fn plan(args: &SessionArgs) -> anyhow::Result<SessionPlan> {
         rounds: 1,
         warmup_rounds: 0,
         sampling: Default::default(),
+        // One request at a time, the other budgets as `run`'s defaults.
         engine: EngineSettings {
             max_seqs: 1,
-            max_batch_tokens: 512,
-            prefill_chunk: 256,
-            kv_budget: KvBudget::Tokens(16384),
-            schedule: Default::default(),
-            prefix_cache: Default::default(),
-            prefix_cache_budget: None,
+            ..Default::default()
         },
         max_tokens: None,
         out: args

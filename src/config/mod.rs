@@ -201,11 +201,10 @@ impl std::fmt::Display for RuntimeInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} · {} · {} thread{}",
+            "{} · {} · {}",
             self.device,
             self.kernels,
-            self.threads,
-            if self.threads == 1 { "" } else { "s" }
+            crate::fmt::plural(self.threads, "thread")
         )
     }
 }

@@ -90,6 +90,15 @@ impl OnOff {
     }
 }
 
+/// `--max-seqs` when not given.
+pub const DEFAULT_MAX_SEQS: usize = 8;
+/// `--max-batch-tokens` when not given.
+pub const DEFAULT_MAX_BATCH_TOKENS: usize = 512;
+/// `--prefill-chunk` when not given.
+pub const DEFAULT_PREFILL_CHUNK: usize = 256;
+/// `--kv-budget` when not given, in tokens.
+pub const DEFAULT_KV_BUDGET_TOKENS: usize = 16384;
+
 /// Engine budgets as the user set them (the KV budget is resolved against the model at load).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineSettings {
@@ -110,6 +119,21 @@ pub struct EngineSettings {
     /// `--prefix-cache-budget`: the prefix cache's part of the KV budget (none: a quarter of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache_budget: Option<KvBudget>,
+}
+
+impl Default for EngineSettings {
+    /// The flags' defaults: what `run` uses when no budget is given.
+    fn default() -> Self {
+        Self {
+            max_seqs: DEFAULT_MAX_SEQS,
+            max_batch_tokens: DEFAULT_MAX_BATCH_TOKENS,
+            prefill_chunk: DEFAULT_PREFILL_CHUNK,
+            kv_budget: KvBudget::Tokens(DEFAULT_KV_BUDGET_TOKENS),
+            schedule: Default::default(),
+            prefix_cache: Default::default(),
+            prefix_cache_budget: None,
+        }
+    }
 }
 
 /// A whole `run` / `sweep`.

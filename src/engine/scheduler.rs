@@ -11,13 +11,11 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
-
 /// Identifies a request for the lifetime of an engine.
 pub type RequestId = u64;
 
 /// Budgets the scheduler respects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SchedulerConfig {
     /// Most sequences in one step (slots).
     pub max_seqs: usize,
@@ -27,12 +25,10 @@ pub struct SchedulerConfig {
     pub prefill_chunk: usize,
     /// Most tokens held in KV caches across running sequences.
     pub kv_budget_tokens: usize,
-    /// How a step is shared between decodes and prefill (`fifo` in older records).
-    #[serde(default)]
+    /// How a step is shared between decodes and prefill.
     pub schedule: crate::config::schedule::Schedule,
     /// Tokens of `kv_budget_tokens` held back for the prefix cache (0: no prefix cache); the
     /// running sequences share the rest.
-    #[serde(default)]
     pub prefix_cache_tokens: usize,
 }
 

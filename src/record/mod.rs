@@ -14,6 +14,7 @@ pub(crate) mod io;
 pub mod prefix;
 pub mod profile;
 pub mod quiet;
+pub mod scheduler;
 pub mod session;
 pub mod spec;
 pub mod steady;
@@ -26,7 +27,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::run::RunConfig;
 use crate::config::RuntimeInfo;
-use crate::engine::scheduler::SchedulerConfig;
 use crate::measure::pagecache::Residency;
 use crate::measure::provenance::{Build, Machine};
 use crate::workload::{Outcome, ToolCall, Workload};
@@ -97,7 +97,7 @@ pub struct RunRecord {
     /// Kernel ISA and threads the engine used.
     pub runtime: RuntimeInfo,
     /// The engine budgets as applied (the KV budget resolved to tokens for this model).
-    pub scheduler: SchedulerConfig,
+    pub scheduler: scheduler::SchedulerRecord,
     pub model: ModelInfo,
     pub workload: Workload,
     pub load: LoadClock,

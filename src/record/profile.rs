@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::scheduler::SchedulerRecord;
 use super::{RoundRecord, StepSample};
-use crate::engine::scheduler::SchedulerConfig;
 use crate::measure::stats::{max, median};
 
 /// One engine step as the scheduler saw it; stored as an array of 11 integers in field order.
@@ -179,7 +179,7 @@ pub struct ProfileFigures {
 }
 
 /// The figures of a level's measured `rounds` under the budgets of `cfg`.
-pub(crate) fn figures(rounds: &[&RoundRecord], cfg: &SchedulerConfig) -> ProfileFigures {
+pub(crate) fn figures(rounds: &[&RoundRecord], cfg: &SchedulerRecord) -> ProfileFigures {
     let rows: Vec<&PlanRow> = rounds.iter().flat_map(|r| &r.timeline).collect();
     let plan_us: Vec<f64> = rows.iter().map(|r| r.plan_ns as f64 / 1e3).collect();
     let waiting: Vec<f64> = rows.iter().map(|r| r.waiting as f64).collect();

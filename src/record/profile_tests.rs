@@ -118,13 +118,12 @@ fn level_figures_sum_the_timeline() {
         sentinel: None,
         quiet_wait: None,
     };
-    let cfg = SchedulerConfig {
+    let cfg = SchedulerRecord {
         max_seqs: 3,
         max_batch_tokens: 200,
         prefill_chunk: 100,
         kv_budget_tokens: 600,
-        schedule: Default::default(),
-        prefix_cache_tokens: 0,
+        ..Default::default()
     };
     let f = figures(&[&round], &cfg);
     assert!(close(f.plan_us_median.unwrap(), 2.0));

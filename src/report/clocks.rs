@@ -102,5 +102,5 @@ pub(crate) fn split_text(s: &LoadSplit) -> String {
 
 /// `1 token`, `5 tokens`.
 fn tokens(n: usize) -> String {
-    format!("{n} token{}", if n == 1 { "" } else { "s" })
+    super::plural(n, "token")
 }

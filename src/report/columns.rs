@@ -4,6 +4,7 @@
 //! pattern of llama-bench's `get_fields`). Identity columns ([`IDENTITY`]) tell rows of
 //! different runs apart once pasted together.
 
+use crate::fmt::hash_prefix as short;
 use crate::record::summary::LevelSummary;
 use crate::record::RunRecord;
 
@@ -440,10 +441,6 @@ pub(crate) const IDENTITY: &[(&str, &str)] = &[
         "complete, or how the run ended (its figures then cover only the rounds it finished)",
     ),
 ];
-
-fn short(hash: &str) -> String {
-    hash.chars().take(12).collect()
-}
 
 /// The identity values of a run, in [`IDENTITY`] order.
 pub(crate) fn identity(run: &RunRecord) -> Vec<String> {

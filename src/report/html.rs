@@ -184,7 +184,7 @@ fn verdict_list(lines: &[String]) -> String {
 
 /// The run's identity as a two-column table.
 fn meta(run: &RunRecord, d: &crate::record::summary::RunSummary) -> String {
-    let sha: String = run.model.sha256.chars().take(12).collect();
+    let sha = crate::fmt::hash_prefix(&run.model.sha256);
     let status = match super::text::unfinished(run) {
         u if u.is_empty() => run.status.label(),
         u => u.trim_start().trim_start_matches("status: ").to_string(),
@@ -238,7 +238,7 @@ fn table(sheet: &SheetTable) -> String {
 
 /// "1 job", "3 jobs".
 fn jobs_label(n: usize) -> String {
-    format!("{n} job{}", if n == 1 { "" } else { "s" })
+    super::plural(n, "job")
 }
 
 /// Seconds in the unit that reads best; "n/a" when not finite.

@@ -7,7 +7,6 @@ use std::fmt::Write;
 
 use super::columns::PREFIX_COLUMNS;
 use super::{plural, secs};
-use crate::model::prefix::BLOCK_TOKENS;
 use crate::record::summary::LevelSummary;
 use crate::record::RunRecord;
 
@@ -39,9 +38,16 @@ pub(crate) fn figures(s: &LevelSummary) -> String {
 /// What the cache was, or none when the run had no prefix cache.
 pub(crate) fn budget_line(run: &RunRecord) -> Option<String> {
     let tokens = run.scheduler.prefix_cache_tokens;
+    let blocks = run
+        .scheduler
+        .prefix_block_tokens
+        .map_or("blocks of a size this record does not hold".into(), |b| {
+            format!("{b}-token blocks")
+        });
     (tokens > 0).then(|| {
         format!(
-            "--prefix-cache on; {tokens} of {} KV tokens = {}, {BLOCK_TOKENS}-token blocks, rows copied into each sequence; emptied at every round's start",
+            "--prefix-cache on; {tokens} of {} KV tokens = {}, {blocks}, rows copied into each \
+             sequence; emptied at every round's start",
             run.scheduler.kv_budget_tokens,
             super::bytes(tokens as u64 * run.model.kv_bytes_per_token),
         )

@@ -41,13 +41,12 @@ pub(crate) fn screen(run: &RunRecord) -> String {
     let rounds = d.levels.first().map_or(0, |l| l.rounds);
     let _ = writeln!(
         out,
-        "scheduler profile: --schedule {}, {} tokens per step, {} per chunk, KV budget {} tokens ({} measured {} per level)",
+        "scheduler profile: --schedule {}, {} tokens per step, {} per chunk, KV budget {} tokens ({} per level)",
         run.scheduler.schedule,
         run.scheduler.max_batch_tokens,
         run.scheduler.prefill_chunk,
         run.scheduler.kv_budget_tokens,
-        rounds,
-        if rounds == 1 { "round" } else { "rounds" },
+        super::plural(rounds, "measured round"),
     );
     let headers: Vec<String> = std::iter::once(String::new())
         .chain(d.levels.iter().map(|l| super::plural(l.jobs, "job")))

@@ -113,23 +113,18 @@ fn notes(s: &SessionRecord) -> String {
         .filter(|x| x.eviction_failed.is_some())
         .count();
     let failed = if failed > 0 {
-        format!(
-            ", {failed} asked eviction{} failed",
-            if failed == 1 { "" } else { "s" }
-        )
+        format!(", {} failed", super::plural(failed, "asked eviction"))
     } else {
         String::new()
     };
     out += &format!(
-        "waiting   {:.3} s in all: loads + warm-ups {:.3} s ({} load{}, {} on a cold page cache{failed}), time to first token {:.3} s over {} request{}\n",
+        "waiting   {:.3} s in all: loads + warm-ups {:.3} s ({}, {} on a cold page cache{failed}), time to first token {:.3} s over {}\n",
         t.waiting_s,
         t.loading_s,
-        t.loads,
-        if t.loads == 1 { "" } else { "s" },
+        super::plural(t.loads, "load"),
         t.cold_loads,
         t.ttft_s,
-        t.requests,
-        if t.requests == 1 { "" } else { "s" },
+        super::plural(t.requests, "request"),
     );
     out += &format!(
         "generating {:.3} s (first → last token, summed); idle {:.3} s; session wall {:.3} s\n",
@@ -246,11 +241,10 @@ pub fn render(run: &RunRecord, format: Format) -> String {
         }
         Format::Text => {
             let head = format!(
-                "tokfire session {} · {} · {} step{} · status {}\n\n",
+                "tokfire session {} · {} · {} · status {}\n\n",
                 s.session.name,
                 s.session.source,
-                s.steps.len(),
-                if s.steps.len() == 1 { "" } else { "s" },
+                super::plural(s.steps.len(), "step"),
                 run.status.label()
             );
             super::layout::wrap(

@@ -160,7 +160,7 @@ struct JsonRun<'a> {
     build: &'a crate::measure::provenance::Build,
     machine: &'a crate::measure::provenance::Machine,
     runtime: &'a crate::config::RuntimeInfo,
-    scheduler: &'a crate::engine::scheduler::SchedulerConfig,
+    scheduler: &'a crate::record::scheduler::SchedulerRecord,
     model: &'a crate::record::ModelInfo,
     workload: JsonWorkload<'a>,
     load: &'a crate::record::LoadClock,

@@ -79,6 +79,17 @@ fn cold_and_cached_prompts_are_reported_apart_with_the_same_outputs() {
     let run = &on.runs[0];
     assert!(run.config.engine.prefix_cache.is_on());
     assert!(run.scheduler.prefix_cache_tokens > 0);
+    // The block size is the record's, not the rendering binary's: an older record without it
+    // says so instead of printing today's size.
+    assert_eq!(run.scheduler.prefix_block_tokens, Some(16));
+    assert!(support::has(&out, "16-token blocks"), "{out}");
+    let mut old = run.clone();
+    old.scheduler.prefix_block_tokens = None;
+    let text = tokfire::report::text::render(&old, tokfire::config::run::Format::Text);
+    assert!(
+        support::has(&text, "blocks of a size this record does not hold"),
+        "{text}"
+    );
     let outputs = |r: &ResultsFile| -> Vec<String> {
         r.runs[0].levels[0]
             .rounds

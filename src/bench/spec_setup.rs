@@ -10,7 +10,7 @@ use crate::config::spec::SpecMethod;
 use crate::model::Loaded;
 use crate::record::spec::DrafterInfo;
 use crate::record::RunRecord;
-use crate::spec::{draft_model, mtp};
+use crate::spec::{mtp, second_model};
 
 /// The loaded draft model, if the run drafts with one; fills `record.drafter`.
 pub(crate) fn prepare(
@@ -26,8 +26,8 @@ pub(crate) fn prepare(
     let draft = match &spec.method {
         SpecMethod::None => return Ok(None),
         SpecMethod::Draft { model } => {
-            let draft = draft_model::load(spec, &cfg.model, model)?;
-            draft_model::same_vocabulary(
+            let draft = second_model::load(spec, &cfg.model, model)?;
+            second_model::same_vocabulary(
                 &cfg.model.model,
                 &target.tokenizer,
                 model,
@@ -35,7 +35,7 @@ pub(crate) fn prepare(
             )?;
             let about = super::sweep::model_info(&draft, &draft.path)?;
             info.weight_bytes =
-                draft_model::weight_bytes(spec.draft_dtype, draft.file_bytes, about.parameters);
+                second_model::weight_bytes(spec.draft_dtype, draft.file_bytes, about.parameters);
             info.load_s = draft.load_time.as_secs_f64();
             info.model = Some(about);
             info.dtype = Some(spec.draft_dtype);

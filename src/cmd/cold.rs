@@ -228,7 +228,7 @@ fn prompt_workload(text: &str, max_tokens: usize) -> (Workload, Task) {
         completion_max_s: None,
         pass_rate_min: None,
     };
-    let hash = workload::spec::content_hash("prompt", 0, &criteria, std::slice::from_ref(&task));
+    let hash = workload::schema::content_hash("prompt", 0, &criteria, std::slice::from_ref(&task));
     let w = Workload {
         name: "prompt".into(),
         version: 0,

@@ -17,7 +17,6 @@ use crate::model::kv::KvCache;
 use crate::model::llama::{LogitRows, SeqInput};
 use crate::model::prefix::{PrefixCache, PrefixStats};
 
-#[path = "verify.rs"]
 mod verify;
 
 /// A generation request.

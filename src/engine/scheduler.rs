@@ -263,7 +263,6 @@ impl Scheduler {
     }
 }
 
-#[path = "policy.rs"]
 mod policy;
 
 #[cfg(test)]

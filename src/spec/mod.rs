@@ -9,11 +9,11 @@
 //! rule ([`rejection`]); every drafter here proposes deterministically, so its distribution is
 //! a point mass and each output token follows the target's sampling distribution.
 
-pub mod draft_model;
 pub mod lookup;
-pub mod model_draft;
+pub mod model_drafter;
 pub mod mtp;
 pub mod rejection;
+pub mod second_model;
 pub mod verify;
 
 pub use crate::config::spec::{parse_ngram, SpecConfig, SpecMethod, DEFAULT_K};
@@ -85,7 +85,7 @@ pub fn drafter_with<'m>(
                 ))
             })?;
             Some(Box::new(
-                model_draft::ModelDrafter::whole(draft).with_prefix_cache(prefix_tokens)?,
+                model_drafter::ModelDrafter::whole(draft).with_prefix_cache(prefix_tokens)?,
             ))
         }
         SpecMethod::Mtp => Some(Box::new(mtp::MtpDrafter::new(target)?)),
@@ -104,7 +104,8 @@ pub fn drafter_with<'m>(
                 )));
             }
             Some(Box::new(
-                model_draft::ModelDrafter::new(target, layers).with_prefix_cache(prefix_tokens)?,
+                model_drafter::ModelDrafter::new(target, layers)
+                    .with_prefix_cache(prefix_tokens)?,
             ))
         }
     })

@@ -67,7 +67,7 @@ pub fn block_bytes(path: &Path, dtype: WeightDType) -> Result<u64, ModelError> {
             params += elems;
         }
     }
-    Ok(super::draft_model::weight_bytes(dtype, file, params))
+    Ok(super::second_model::weight_bytes(dtype, file, params))
 }
 
 fn missing(name: &str, what: &str) -> EngineError {

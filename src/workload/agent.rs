@@ -3,7 +3,7 @@
 //! tool-result turns, and finally judges the answer. Single-generation tasks finish on the
 //! first output; agent tasks loop until a final answer or `max_turns`.
 
-use super::spec::{Prompt, RequiredCall, Task};
+use super::schema::{Prompt, RequiredCall, Task};
 use super::tools::{self, ToolCall};
 use super::validate::{json_matches, judge, Outcome};
 use crate::model::chat::Message;

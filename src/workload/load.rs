@@ -3,7 +3,7 @@
 
 use super::error::{LockMismatch, WorkloadError};
 use super::lock::{self, Lock};
-use super::spec::{content_hash, Criteria, FileTask, FileWorkload, Prompt, Task, Workload};
+use super::schema::{content_hash, Criteria, FileTask, FileWorkload, Prompt, Task, Workload};
 use super::tools;
 use crate::model::chat::Message;
 use std::path::Path;

@@ -49,8 +49,8 @@ pub(crate) mod agent;
 pub(crate) mod error;
 pub mod load;
 pub(crate) mod lock;
+pub(crate) mod schema;
 pub mod session;
-pub(crate) mod spec;
 pub(crate) mod tools;
 pub(crate) mod validate;
 
@@ -64,6 +64,6 @@ mod validate_tests;
 pub use agent::{Next, TaskResult, TaskRun};
 pub use error::WorkloadError;
 pub use load::{builtin_names, load, lock_line, parse};
-pub use spec::{Criteria, Prompt, RequiredCall, Task, Workload};
+pub use schema::{Criteria, Prompt, RequiredCall, Task, Workload};
 pub(crate) use tools::ToolCall;
 pub use validate::{AbstainRule, Check, Outcome};

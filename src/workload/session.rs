@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use super::error::WorkloadError;
-use super::spec::Prompt;
+use super::schema::Prompt;
 use crate::config::WeightDType;
 use crate::model::chat::Message;
 

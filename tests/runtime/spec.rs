@@ -12,7 +12,7 @@ use tokfire::config::{SamplingConfig, WeightDType};
 use tokfire::engine::batching::{Engine, EventKind, Request};
 use tokfire::engine::scheduler::SchedulerConfig;
 use tokfire::model::family::Model;
-use tokfire::spec::{lookup::Lookup, model_draft::ModelDrafter, SpecConfig, SpecMethod};
+use tokfire::spec::{lookup::Lookup, model_drafter::ModelDrafter, SpecConfig, SpecMethod};
 
 fn cfg(max_seqs: usize, max_batch_tokens: usize, prefill_chunk: usize) -> SchedulerConfig {
     SchedulerConfig {

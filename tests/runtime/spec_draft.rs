@@ -13,8 +13,8 @@ use tokfire::engine::batching::{Engine, EventKind, Request};
 use tokfire::engine::scheduler::SchedulerConfig;
 use tokfire::model::family::Model;
 use tokfire::model::synthetic::{write_gguf, Spec};
-use tokfire::spec::draft_model::same_vocabulary;
-use tokfire::spec::model_draft::ModelDrafter;
+use tokfire::spec::model_drafter::ModelDrafter;
+use tokfire::spec::second_model::same_vocabulary;
 
 fn cfg(max_seqs: usize, max_batch_tokens: usize, prefill_chunk: usize) -> SchedulerConfig {
     SchedulerConfig {

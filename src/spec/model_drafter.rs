@@ -227,5 +227,5 @@ fn argmax(row: &[f32]) -> u32 {
 }
 
 #[cfg(test)]
-#[path = "model_draft_tests.rs"]
+#[path = "model_drafter_tests.rs"]
 mod tests;

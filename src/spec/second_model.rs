@@ -1,7 +1,7 @@
 //! `--spec draft:MODEL`: a second, smaller (or more coarsely stored) model drafts for the target.
 //! It is anything `--model` accepts, loaded with `--draft-dtype`, and must share the target's
 //! vocabulary: both token tables are compared entry by entry and a difference is refused with
-//! an error naming both models. It drafts through [`super::model_draft::ModelDrafter`] with all
+//! an error naming both models. It drafts through [`super::model_drafter::ModelDrafter`] with all
 //! of its layers, so it keeps its own KV cache per sequence and drafts every sequence of a step
 //! in one batched forward, like the target.
 

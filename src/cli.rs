@@ -35,6 +35,10 @@ const TERMS: &str = "Terms:
                pass nor fail
   KV peak      largest KV-cache bytes held at once
   TPOT         time per output token after the first
+  medians      the sheet's and the summary's are over every measured task of the level (decode
+               tok/s per sequence = 1 / median TPOT over those tasks); ab, compare and rerun
+               judge the median over rounds of each round's own figure, a second figure named
+               so where it is shown (`median of rounds`)
   headroom     how far a figure is inside its target, as a fraction of the target
 Batching: decode steps by sequences carried (what the scheduler really did); decode-only step =
 median forward time of steps without prompt tokens; prefill steps = wall share of steps that

@@ -12,7 +12,7 @@ use crate::record::RunRecord;
 fn value(m: Metric, v: f64) -> String {
     match m {
         Metric::Ttft | Metric::Completion | Metric::Load => format!("{v:.3} s"),
-        Metric::Memory => format!("{:.0} MiB", v / (1 << 20) as f64),
+        Metric::Memory => super::bytes(v.max(0.0) as u64),
         _ => format!("{v:.1} tok/s"),
     }
 }
@@ -31,9 +31,9 @@ pub fn verdict_block(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
     if let Some(e) = &v.effect {
         let _ = writeln!(
             out,
-            "{:<22} {:>14} {:>14}   B/A {:.3} [{:.3}, {:.3}]\n{:<22} noise A {:.1} %, B {:.1} % \
+            "{:<32} {:>14} {:>14}   B/A {:.3} [{:.3}, {:.3}]\n{:<32} noise A {:.1} %, B {:.1} % \
              ({} / {} rounds)",
-            e.metric.label(),
+            format!("{}, median of rounds", e.metric.label()),
             value(e.metric, e.median_a),
             value(e.metric, e.median_b),
             e.ratio,
@@ -180,7 +180,13 @@ fn sentinel_lines(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
 pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
     let mut out = super::text::header(a);
     let (fa, fb) = (round_figures(a), round_figures(b));
-    let _ = writeln!(out, "\n{:<22} {:>14} {:>14}", "", arm_name(a), arm_name(b));
+    let _ = writeln!(
+        out,
+        "\n{:<22} {:>14} {:>14}",
+        "median of rounds",
+        arm_name(a),
+        arm_name(b)
+    );
     for m in Metric::ALL {
         let med = |f: &[crate::record::ab::RoundFigures]| {
             crate::measure::stats::median(&f.iter().filter_map(|r| m.of(r)).collect::<Vec<_>>())

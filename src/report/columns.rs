@@ -89,7 +89,7 @@ pub(crate) const COLUMNS: &[Column] = &[
     count!("jobs", "jobs", true, "concurrent jobs (independent clients of the one engine)", jobs),
     count!("completed", "done", true, "tasks that ended with an answer (pass or fail), abstentions excluded", completed),
     count!("attempted", "tried", true, "tasks started in the measured rounds", attempted),
-    figure!("ttft_median_s", "TTFT med s", true, "time to first token: submission of a task -> its first output token (queue + prefill), median", ttft_median_s, |v| num(v, 3)),
+    figure!("ttft_median_s", "TTFT med s", true, "time to first token: submission of a task -> its first output token (queue + prefill), median over every measured task", ttft_median_s, |v| num(v, 3)),
     figure!("ttft_tail_s", "TTFT tail s", false, "TTFT tail: p95 with >= 20 samples, else the slowest", ttft_tail_s, |v| num(v, 3)),
     figure!("completion_median_s", "compl med s", true, "completion: submission -> last token of the task (all turns for tool agents), median", completion_median_s, |v| num(v, 2)),
     Column {

@@ -111,6 +111,12 @@ fn an_aa_never_claims_a_win_and_both_arms_are_in_the_record() {
         a.extend(args(m, wl, o));
         let screen = ok(&a);
         support::fits_100(&screen);
+        // One name, one figure: ab's medians are named as medians of rounds (the sheet's are
+        // over tasks), memory in the sheet's unit.
+        assert!(
+            screen.contains("median of rounds") && !screen.contains("MiB"),
+            "{screen}"
+        );
         assert!(support::has(&screen, "verdict: retest"), "{screen}");
         assert!(
             support::has(&screen, "outputs: identical between A and B on all 3 tasks"),

@@ -68,7 +68,7 @@ pub fn run(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
         prompt_tokens: ids.len(),
         output_tokens: g.tokens.len(),
         output: loaded.tokenizer.decode(&g.tokens)?,
-        load_split: loaded.split.clone(),
+        load_split: loaded.split.as_ref().map(Into::into),
     })
 }
 

@@ -201,7 +201,7 @@ fn load_step(
     }
     let l = model::load(cfg)?;
     e.load_s = Some(l.load_time.as_secs_f64());
-    e.split = l.split.clone();
+    e.split = l.split.as_ref().map(Into::into);
     let t = Instant::now();
     warm_up(&l)?;
     Ok((l, t.elapsed().as_secs_f64()))

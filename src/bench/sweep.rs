@@ -157,7 +157,7 @@ pub(crate) fn prepare(
         disk_read_bytes: disk_before
             .zip(memory::disk_read_bytes())
             .map(|(a, b)| b.saturating_sub(a)),
-        split: loaded.split.clone(),
+        split: loaded.split.as_ref().map(Into::into),
     };
     record.model = model_info(&loaded, &path)?;
     record.scheduler = (&scheduler_config(cfg, record.model.kv_bytes_per_token)?).into();

@@ -34,13 +34,14 @@ pub(crate) fn run(args: GenerateArgs) -> anyhow::Result<()> {
     if args.ids {
         println!("{:?}", g.tokens);
     }
+    let split = loaded.split.as_ref().map(Into::into);
     let ctx = ClockContext {
         load: loaded.load_time,
         file_bytes: loaded.file_bytes,
         model: &cfg.model,
         device: &runtime.to_string(),
         dtype: &format!("{:?}", cfg.dtype).to_lowercase(),
-        split: loaded.split.as_ref(),
+        split: split.as_ref(),
     };
     eprint!("{}", clocks::text(&ctx, &g));
     // What else the machine did from load to last token (the OS's counters, not the flags).

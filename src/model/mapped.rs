@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memmap2::Mmap;
-use serde::{Deserialize, Serialize};
 
 use crate::config::LoadMode;
 use crate::error::ModelError;
@@ -83,10 +82,9 @@ fn checked_range(offset: u64, len: u64, file_len: usize) -> Option<Range<usize>>
 }
 
 /// Where the load time went and how the weights got into memory.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoadSplit {
     /// How the weight bytes were brought in.
-    #[serde(default)]
     pub mode: LoadMode,
     /// Opening the file, reading and checking the header and metadata, seconds.
     pub header_s: f64,

@@ -107,7 +107,7 @@ pub struct ChildReport {
     pub output: String,
     /// Where the load time went (GGUF only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_split: Option<crate::model::mapped::LoadSplit>,
+    pub load_split: Option<super::load::LoadSplitRecord>,
 }
 
 /// A start's clocks, seconds after the parent started the child (the moment a person hits
@@ -154,7 +154,7 @@ pub struct StartRecord {
     pub stderr_tail: String,
     /// Where the child's load time went (GGUF only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_split: Option<crate::model::mapped::LoadSplit>,
+    pub load_split: Option<super::load::LoadSplitRecord>,
     /// What else the machine did from spawn to exit (the child's own CPU counted as ours).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sentinel: Option<crate::measure::sentinel::RoundSentinel>,

@@ -11,6 +11,7 @@ pub mod calibration;
 pub mod cold;
 pub mod diff;
 pub(crate) mod io;
+pub mod load;
 pub mod prefix;
 pub mod profile;
 pub mod quiet;
@@ -168,7 +169,7 @@ pub struct LoadClock {
     pub disk_read_bytes: Option<u64>,
     /// Header, tokenizer, weights and first touch, bytes mapped vs copied (GGUF only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub split: Option<crate::model::mapped::LoadSplit>,
+    pub split: Option<load::LoadSplitRecord>,
 }
 
 /// One concurrency level: its warm-up and measured rounds.

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::load::LoadSplitRecord as LoadSplit;
 use crate::measure::pagecache::Residency;
-use crate::model::mapped::LoadSplit;
 use crate::record::cold::MAX_COLD_RESIDENT;
 use crate::workload::session::Session;
 

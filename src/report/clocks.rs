@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::engine::generate::Generation;
 use crate::measure::{clocks, stats};
-use crate::model::mapped::LoadSplit;
+use crate::record::load::LoadSplitRecord as LoadSplit;
 
 /// What the clock report needs besides the generation itself.
 pub(crate) struct ClockContext<'a> {

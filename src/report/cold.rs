@@ -140,7 +140,7 @@ fn start_row(s: &StartRecord) -> Vec<String> {
 
 /// The child's load split, seconds: header/tokenizer/weights/first touch, and how the weights
 /// came in.
-fn split(l: Option<&crate::model::mapped::LoadSplit>) -> String {
+fn split(l: Option<&crate::record::load::LoadSplitRecord>) -> String {
     l.map_or("n/a".into(), |l| {
         let mode = serde_json::to_value(l.mode)
             .ok()

@@ -285,14 +285,6 @@ impl QMatrix {
     pub(crate) fn parts(&self) -> &[Part] {
         &self.parts
     }
-    /// Bytes borrowed rather than owned.
-    pub fn borrowed_bytes(&self) -> usize {
-        self.parts
-            .iter()
-            .filter(|p| matches!(p.bytes, Bytes::Borrowed { .. }))
-            .map(|p| p.bytes().len())
-            .sum()
-    }
 
     /// The matrices stacked along the output axis (`[n1 + n2 + .., k]`), each part kept where
     /// it is; `None` unless all share the block type and `k`.

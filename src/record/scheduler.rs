@@ -56,9 +56,4 @@ impl SchedulerRecord {
             prefix_cache_tokens: self.prefix_cache_tokens,
         }
     }
-
-    /// The KV tokens the running sequences may hold (the budget less the prefix cache's part).
-    pub fn seq_kv_budget(&self) -> usize {
-        self.config().seq_kv_budget()
-    }
 }

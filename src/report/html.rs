@@ -117,15 +117,10 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
     out
 }
 
-/// Prefill and decode speeds per level, from the summary: prompt tokens/s, decode tokens/s per
-/// sequence (1 ÷ median time per output token) and the median TTFT.
+/// Prefill and decode speeds per level, from the summary: prompt tokens/s and decode tokens/s per
+/// sequence (1 ÷ median time per output token), as the one-screen summary's clocks line.
 fn speeds(levels: &[LevelSummary]) -> SheetTable {
-    let headers = [
-        "jobs",
-        "prefill tok/s",
-        "decode tok/s per sequence",
-        "TTFT median",
-    ];
+    let headers = ["jobs", "prefill tok/s", "decode tok/s per sequence"];
     let rows = levels
         .iter()
         .map(|s| {
@@ -135,7 +130,6 @@ fn speeds(levels: &[LevelSummary]) -> SheetTable {
                 s.tpot_median_s
                     .filter(|t| *t > 0.0)
                     .map_or("n/a".into(), |t| format!("{:.1}", 1.0 / t)),
-                s.ttft_median_s.map_or("n/a".into(), secs),
             ]
         })
         .collect();

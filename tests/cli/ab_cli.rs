@@ -5,20 +5,10 @@
 
 use crate::support;
 
-use support::{args, read, tiny, tokfire, workload, WORKLOAD};
+use support::{args, ok, read, tiny, tokfire, workload, WORKLOAD};
 
 fn fails(a: &[&str], needles: &[&str]) {
     fails_with(a, 1, needles);
-}
-
-fn ok(a: &[&str]) -> String {
-    let out = tokfire().args(a).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{a:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]

@@ -8,21 +8,11 @@ use crate::support;
 
 use std::path::Path;
 
-use support::{args, read, tiny, tokfire, workload, WORKLOAD};
+use support::{args, ok, read, tiny, tokfire, workload, WORKLOAD};
 use tokfire::kernels::Level;
 use tokfire::model::synthetic::{write_gguf, Spec};
 use tokfire::record::summary::summarize_run;
 use tokfire::record::RunStatus;
-
-fn ok(a: &[&str]) -> String {
-    let out = tokfire().args(a).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{a:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[test]
 fn the_stored_summary_is_the_sheet_and_report_reprints_the_run() {

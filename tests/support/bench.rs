@@ -39,6 +39,17 @@ pub fn tokfire() -> Command {
     c
 }
 
+/// Runs the binary, expects success, returns stdout.
+pub fn ok(a: &[&str]) -> String {
+    let out = tokfire().args(a).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{a:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 pub fn tiny(dir: &Path) -> PathBuf {
     let path = dir.join("tiny.gguf");
     write_gguf(&path, &Spec::default()).unwrap();

@@ -4,6 +4,8 @@
 
 #[path = "../support/bench.rs"]
 mod support;
+#[path = "../support/text.rs"]
+mod text;
 
 mod ab_cli;
 mod bench_cli;

@@ -4,6 +4,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../support/text.rs"]
+mod text;
 
 mod bench_real;
 mod engine;

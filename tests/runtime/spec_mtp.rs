@@ -408,7 +408,10 @@ fn the_cli_runs_mtp_end_to_end_and_records_the_flags() {
     a.extend(few);
     let stdout = cli(&a, &m, &wl, &out);
     eprintln!("{stdout}");
-    assert!(stdout.contains("--spec mtp --spec-k 3"), "{stdout}");
+    assert!(
+        crate::text::has(&stdout, "--spec mtp --spec-k 3"),
+        "{stdout}"
+    );
     let file = results(&out);
     let run = &file.runs[0];
     assert_eq!(run.config.spec.method, SpecMethod::Mtp);
@@ -417,7 +420,7 @@ fn the_cli_runs_mtp_end_to_end_and_records_the_flags() {
     let d = run.drafter.as_ref().unwrap();
     assert!(d.peak_kv_bytes > 0 && d.weight_bytes > 0, "{d:?}");
     assert!(
-        stdout.contains("the checkpoint's nextn block ("),
+        crate::text::has(&stdout, "the checkpoint's nextn block ("),
         "{stdout}"
     );
     let l = &run.summary.as_ref().unwrap().levels[0];

@@ -26,12 +26,7 @@ pub fn fits_100(text: &str) {
     }
 }
 
-/// Whether `text` holds `needle` once line wrapping is undone (every run of whitespace, line
-/// breaks and hanging indents included, read as one space).
-pub fn has(text: impl AsRef<str>, needle: impl AsRef<str>) -> bool {
-    let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    flat(text.as_ref()).contains(&flat(needle.as_ref()))
-}
+pub use crate::text::has;
 
 pub fn tokfire() -> Command {
     let mut c = Command::cargo_bin("tokfire").unwrap();

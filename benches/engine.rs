@@ -162,7 +162,12 @@ fn row(name: &str, ours: &[f64], stock: Option<&[f64]>) {
 
 fn main() {
     let a = args();
-    tokfire::kernels::init_threads(a.threads).expect("--threads");
+    if let Some(n) = a.threads {
+        // Before any thread exists: rayon's global pool (ours and candle's work runs on it
+        // here) and candle's gemm both take their count from these.
+        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+        std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
+    }
     let m = tokfire::model::manifest::manifest().unwrap();
     let cache = std::env::var_os("TOKFIRE_CACHE")
         .map(Into::into)

@@ -142,6 +142,22 @@ pub enum Command {
     ColdChild(ColdChildArgs),
 }
 
+impl Cli {
+    /// The command's `--threads`, where it has one and the user gave it.
+    pub fn threads(&self) -> Option<usize> {
+        match &self.command {
+            Command::Generate(a) => a.runtime.threads,
+            Command::Run(RunArgs { bench, .. })
+            | Command::Sweep(SweepArgs { bench, .. })
+            | Command::Ab(AbArgs { bench, .. })
+            | Command::Calibrate(CalibrateArgs { bench, .. }) => bench.runtime.threads,
+            Command::Cold(a) => a.runtime.threads,
+            Command::Session(a) => a.runtime.threads,
+            _ => None,
+        }
+    }
+}
+
 /// Which model, on what, stored how.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
@@ -588,6 +604,7 @@ pub struct ColdChildArgs {
 const SESSION_HELP: &str = "Examples:
   tokfire session workloads/session.toml
   tokfire session workloads/session.toml --time-scale 0.01   (idle gaps 100x shorter, said in the report)
+  tokfire session workloads/session.toml --prefix-cache on   (each chat turn reuses the last)
 
 The script is TOML: name = \"...\", then [[step]] tables, each with one of
   load = \"MODEL\"  (dtype = \"q|f32|f16|bf16\", evict = true for a cold page cache)
@@ -598,7 +615,9 @@ The script is TOML: name = \"...\", then [[step]] tables, each with one of
   idle = \"90s\"  (also 500ms, 1.5m, 2h)
 The first step loads a model. Each row shows what the person waited for: load, warm-up (one
 forward after the load), time to first token (enter -> first token), completion (enter -> last
-token); page cache: mincore residency of the model's files before the load (cold below 5 %).";
+token); page cache: mincore residency of the model's files before the load (cold below 5 %).
+Every request runs on the same engine as `run` (one sequence, run's default budgets and
+prefill chunk), so its TTFT means what it means there.";
 
 /// `tokfire session`.
 #[derive(Debug, Args)]
@@ -617,6 +636,12 @@ pub struct SessionArgs {
     /// GGUF weights: mmap (borrow the mapped file) or copy.
     #[arg(long, value_enum, default_value_t = LoadMode::Mmap)]
     pub load: LoadMode,
+    /// Prefix cache: on lets each request copy the KV rows of the longest prefix cached from
+    /// earlier requests to the same loaded model (a chat turn finds the conversation so far)
+    /// and prefill only the rest; a model swap starts it empty. Its budget is run's default
+    /// (a quarter of the default KV budget).
+    #[arg(long, value_enum, default_value_t = crate::config::run::OnOff::Off)]
+    pub prefix_cache: crate::config::run::OnOff,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
     /// Results file the run is appended to [default: OUT_DIR/session-NAME.json].

@@ -5,6 +5,7 @@ use clap::Parser;
 fn main() {
     quiet_library_backtraces();
     let cli = tokfire::cli::Cli::parse();
+    candle_threads(cli.threads());
     if let Err(err) = tokfire::run(cli) {
         eprintln!("{}", tokfire::report::wrap(&format!("Error: {err:#}")));
         std::process::exit(tokfire::cmd::exit_code(&err));
@@ -21,5 +22,16 @@ fn quiet_library_backtraces() {
     if std::env::var_os("RUST_LIB_BACKTRACE").is_none() && !debug {
         // Called first thing in main, before any other thread exists.
         std::env::set_var("RUST_LIB_BACKTRACE", "0");
+    }
+}
+
+/// The library builds its own thread pools with the thread count it is given; candle's dense
+/// matmuls (gemm) split their work by the count in `RAYON_NUM_THREADS`/`CANDLE_NUM_THREADS`
+/// instead (else the physical cores). Where the command names `--threads`, both are set to it
+/// here, before any thread exists; `cold` hands them on to its children with its environment.
+fn candle_threads(threads: Option<usize>) {
+    if let Some(n) = threads {
+        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+        std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
     }
 }

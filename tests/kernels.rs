@@ -13,15 +13,12 @@ use rand::{Rng, SeedableRng};
 use tokfire::kernels::blocks::{dequantize_row, QType};
 use tokfire::kernels::matmul::matmul_at;
 use tokfire::kernels::quantize::Acts;
-use tokfire::kernels::{scalar, Level, QMatrix};
+use tokfire::kernels::{scalar, Level, QMatrix, Runtime};
 
 /// Relative tolerance against the dot's magnitude. f32 has a 6e-8 unit roundoff; a dot of k
 /// values sums ≤ k/32 + 8 rounded terms in a different order per level, so 2e-5 leaves a
 /// wide margin for k ≤ 2048 while catching any wrong block or lane (errors of order 1).
 const TOL: f32 = 2e-5;
-
-/// Serializes the tests that set the process-wide level.
-static LEVEL_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 const TYPES: [QType; 6] = [
     QType::Q4_1,
@@ -215,12 +212,18 @@ fn quantized_activations_round_trip_within_half_a_step() {
 }
 
 #[test]
-fn level_names_round_trip_and_forcing_an_unavailable_level_fails() {
-    let _guard = LEVEL_LOCK.lock().unwrap();
+fn level_names_round_trip_and_a_runtime_at_an_unavailable_level_is_refused() {
     for l in Level::ALL {
         assert_eq!(l.to_string().parse::<Level>().unwrap(), l);
-        assert_eq!(tokfire::kernels::force_level(l).is_ok(), l.available());
+        let rt = Runtime::new(1, l);
+        assert_eq!(rt.is_ok(), l.available());
+        if let Ok(rt) = rt {
+            // The level is the runtime's, on its workers only.
+            assert_eq!(rt.install(tokfire::kernels::level), l);
+        }
     }
+    assert_eq!(tokfire::kernels::level(), tokfire::kernels::detect());
+    assert!(Runtime::new(0, Level::Scalar).is_err());
     assert!("avx9".parse::<Level>().is_err());
     assert!(tokfire::kernels::detect().available());
 }
@@ -234,19 +237,15 @@ const PARIS: [u32; 14] = [
 
 #[test]
 fn scalar_level_runs_the_default_model_like_llama_cpp() {
-    // Sets the process-wide level (under LEVEL_LOCK); the other tests pass theirs explicitly.
-    let _guard = LEVEL_LOCK.lock().unwrap();
-    tokfire::kernels::force_level(Level::Scalar).unwrap();
+    // The model runs on a scalar runtime's workers; the other tests pass their level explicitly.
+    let rt = Runtime::new(2, Level::Scalar).unwrap();
     let m = common::load(
         &common::default_model_path(),
         tokfire::config::WeightDType::Q,
     );
     let prompt = m.tokenizer.encode("The capital of France is").unwrap();
-    let ours = common::solo(&m.model, &prompt, PARIS.len());
+    let ours = rt.install(|| common::solo(&m.model, &prompt, PARIS.len()));
     assert_eq!(ours.tokens, PARIS, "scalar kernels vs llama.cpp");
-    let best = tokfire::kernels::detect();
-    tokfire::kernels::force_level(best).unwrap();
-    assert_eq!(tokfire::kernels::level(), best);
 }
 
 #[test]

@@ -15,7 +15,7 @@ use crate::bench::error::BenchError;
 use crate::config::run::RunConfig;
 use crate::error::ConfigError;
 use crate::error::EngineError;
-use crate::kernels;
+use crate::kernels::Runtime;
 use crate::measure::energy::EnergyMeter;
 use crate::measure::memory;
 use crate::model::Loaded;
@@ -112,8 +112,6 @@ struct Models<'a> {
 
 struct ArmState {
     record: RunRecord,
-    pool: rayon::ThreadPool,
-    kernels: Option<kernels::Level>,
 }
 
 /// Runs both arms and returns their records (arm B carrying the verdict).
@@ -240,20 +238,6 @@ pub fn abba(pairs: usize) -> Vec<usize> {
         .collect()
 }
 
-fn arm_state(cfg: &RunConfig, record: RunRecord) -> Result<ArmState, BenchError> {
-    let threads = record.runtime.threads.max(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("tokfire-ab-{i}"))
-        .build()
-        .map_err(|e| BenchError::Engine(EngineError::Invalid(format!("thread pool: {e}"))))?;
-    Ok(ArmState {
-        record,
-        pool,
-        kernels: cfg.runtime.kernels,
-    })
-}
-
 #[allow(clippy::too_many_arguments)]
 fn run_arms(
     cfgs: &[RunConfig; 2],
@@ -264,10 +248,15 @@ fn run_arms(
     progress: &mut Progress,
     stop: Option<&std::sync::atomic::AtomicUsize>,
 ) -> Result<(), BenchError> {
-    // Arm A builds the process's runtime and loads the model; B shares it unless it reloads.
-    let (loaded_a, energy) = prepare(&cfgs[0], workload, &mut records[0])?;
+    // Each arm runs on its own runtime (threads, kernel level), built side by side.
+    let runtimes = [
+        super::runtime::start(&cfgs[0].runtime)?,
+        super::runtime::start(&cfgs[1].runtime)?,
+    ];
+    // Arm A loads the model; B shares it unless it reloads.
+    let (loaded_a, energy) = prepare(&cfgs[0], &runtimes[0], workload, &mut records[0])?;
     let loaded_b = if plan.reload {
-        Some(prepare(&cfgs[1], workload, &mut records[1])?.0)
+        Some(prepare(&cfgs[1], &runtimes[1], workload, &mut records[1])?.0)
     } else {
         let (a, b) = records.split_at_mut(1);
         share(&a[0], &mut b[0], &cfgs[1])?;
@@ -286,15 +275,16 @@ fn run_arms(
         target: loaded,
         draft: [drafts[0].as_ref(), drafts[1].as_ref()],
     };
-    let mut states: Vec<ArmState> = Vec::new();
-    for (cfg, r) in cfgs.iter().zip(records.drain(..)) {
-        states.push(arm_state(cfg, r)?);
-    }
+    let mut states: Vec<ArmState> = records
+        .drain(..)
+        .map(|record| ArmState { record })
+        .collect();
     let result = rounds(
         cfgs,
         plan,
         workload,
         &models,
+        &runtimes,
         energy.as_ref(),
         &mut states,
         writer,
@@ -310,13 +300,7 @@ fn share(a: &RunRecord, b: &mut RunRecord, cfg: &RunConfig) -> Result<(), Config
     b.model = a.model.clone();
     b.load = a.load.clone();
     b.energy_na = a.energy_na.clone();
-    b.runtime = a.runtime.clone();
-    if let Some(t) = cfg.runtime.threads {
-        b.runtime.threads = t;
-    }
-    if let (Some(level), "cpu") = (cfg.runtime.kernels, a.runtime.device.as_str()) {
-        b.runtime.kernels = format!("tokfire kernels {level}");
-    }
+    b.runtime = super::runtime::info(&cfg.runtime, cfg.model.device);
     b.scheduler = (&super::sweep::scheduler_config(cfg, a.model.kv_bytes_per_token)?).into();
     Ok(())
 }
@@ -327,6 +311,7 @@ fn rounds(
     plan: &Plan,
     workload: &Workload,
     models: &Models<'_>,
+    runtimes: &[Runtime; 2],
     energy: Option<&EnergyMeter>,
     states: &mut [ArmState],
     writer: &RecordWriter,
@@ -352,6 +337,7 @@ fn rounds(
             let arm = order[seq];
             let warmup = seq < 2 * warm;
             let setup = RoundSetup {
+                runtime: &runtimes[arm],
                 loaded: models.target[arm],
                 workload,
                 scheduler: states[arm].record.scheduler.config(),
@@ -425,15 +411,11 @@ fn one_round(
     warmup: bool,
     progress: impl FnMut(usize, usize) + Send,
 ) -> Result<(), BenchError> {
-    let level = state.kernels.unwrap_or_else(kernels::detect);
-    kernels::force_level(level).map_err(|e| BenchError::Engine(EngineError::Invalid(e)))?;
     memory::reset_peak();
     let wait = state.record.config.quiet_wait_s;
     let waited =
         (!warmup && wait > 0.0).then(|| crate::measure::sentinel::wait_quiet(wait, setup.stop));
-    let mut out = state
-        .pool
-        .install(|| measured_round(setup, setup_jobs(state), energy, progress))?;
+    let mut out = measured_round(setup, setup_jobs(state), energy, progress)?;
     out.record.quiet_wait = waited;
     // One reading per round, the one the round record carries.
     let seen = out.record.sentinel.clone();

@@ -13,6 +13,7 @@ use crate::record::{LevelRecord, RunRecord, RunStatus};
 /// The round settings of the baseline: those of `spec` without speculation.
 pub(crate) fn setup<'a>(spec: &RoundSetup<'a>) -> RoundSetup<'a> {
     RoundSetup {
+        runtime: spec.runtime,
         loaded: spec.loaded,
         workload: spec.workload,
         scheduler: spec.scheduler,
@@ -90,7 +91,7 @@ pub(crate) fn round(
     record: &mut RunRecord,
     at: &At,
     energy: Option<&EnergyMeter>,
-    progress: impl FnMut(usize, usize),
+    progress: impl FnMut(usize, usize) + Send,
 ) -> Result<(), BenchError> {
     let Some(base) = record.baseline.as_mut() else {
         return Ok(());

@@ -58,7 +58,7 @@ pub fn run(
     let files = super::sweep::weight_files(&path);
     plan.settings.files = files.clone();
     let mut record = RunRecord {
-        runtime: plan.config.runtime.apply(plan.config.model.device)?,
+        runtime: super::runtime::info(&plan.config.runtime, plan.config.model.device),
         model: model_info(&original)?,
         cold: Some(ColdRecord {
             settings: plan.settings.clone(),

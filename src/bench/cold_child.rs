@@ -27,7 +27,12 @@ pub struct ChildSpec {
 
 /// Runs one start; `main_ns` is the moment `main` began (taken by the caller, first thing).
 pub fn run(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
-    spec.runtime.apply(spec.model.device)?;
+    let rt = super::runtime::start(&spec.runtime)?;
+    rt.install(|| start(spec, main_ns))
+}
+
+/// Load, warm-up and the prompt, on the runtime's workers.
+fn start(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
     let loaded = crate::model::load(&spec.model)?;
     let loaded_ns = monotonic::now_ns();
     let text = super::round::render(&loaded, &spec.prompt)?;
@@ -44,10 +49,11 @@ pub fn run(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
     };
     let mut first_token_ns = None;
     let mut last_token_ns = 0;
-    let g = generate(&loaded.model, &ids, &params, |_| {
-        let now = monotonic::now_ns();
-        first_token_ns.get_or_insert(now);
-        last_token_ns = now;
+    let g = generate(&loaded.model, &ids, &params, |_, at| {
+        // The engine's stamp of the token, on the system-wide clock.
+        let ns = monotonic::now_ns().saturating_sub(at.elapsed().as_nanos() as u64);
+        first_token_ns.get_or_insert(ns);
+        last_token_ns = ns;
     })?;
     // A start that stopped at once (stop token first) has its first token at the end.
     let end = monotonic::now_ns();

@@ -10,6 +10,7 @@ pub mod error;
 pub(crate) mod private_copy;
 pub mod progress;
 pub mod round;
+pub(crate) mod runtime;
 pub(crate) mod samples;
 pub mod session;
 pub mod spec_samples;
@@ -18,11 +19,3 @@ pub(crate) mod sweep;
 pub(crate) mod think;
 pub mod timeline;
 pub(crate) mod trace;
-
-use crate::bench::error::BenchError;
-use crate::config::RuntimeInfo;
-
-/// Prepares the compute runtime once (thread pool, kernel level) and describes it for the record.
-pub(crate) fn runtime(cfg: &crate::config::run::RunConfig) -> Result<RuntimeInfo, BenchError> {
-    Ok(cfg.runtime.apply(cfg.model.device)?)
-}

@@ -17,6 +17,8 @@ use crate::workload::{Next, Prompt, TaskResult, TaskRun, Workload};
 
 /// What every round of a run shares.
 pub struct RoundSetup<'a> {
+    /// The thread pool and kernel level the round runs on.
+    pub runtime: &'a crate::kernels::Runtime,
     pub loaded: &'a Loaded,
     pub workload: &'a Workload,
     pub scheduler: SchedulerConfig,

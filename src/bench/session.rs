@@ -4,15 +4,17 @@
 //! slept for `seconds × time_scale` — and keeps every step in the record, saved after each.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::error::BenchError;
 use crate::config::run::RunConfig;
 use crate::config::ModelConfig;
-use crate::engine::generate::{generate, GenerateParams};
+use crate::engine::batching::Engine;
+use crate::engine::generate::{generate, generate_on, one_request, GenerateParams};
 use crate::error::EngineError;
 use crate::measure::pagecache;
 use crate::model::chat::Message;
+use crate::model::prefix::PrefixCache;
 use crate::model::{self, Loaded};
 use crate::record::io::RecordWriter;
 use crate::record::session::{is_cold, SessionRecord, StepKindTag, StepRecord};
@@ -31,8 +33,18 @@ pub struct SessionPlan {
     pub time_scale: f64,
 }
 
-/// Runs the plan, calling `progress` after every step; returns the saved record.
+/// Runs the plan on its runtime's workers, calling `progress` after every step; returns the
+/// saved record.
 pub fn run(
+    plan: &SessionPlan,
+    command: Vec<String>,
+    progress: impl FnMut(&StepRecord) + Send,
+) -> Result<RunRecord, BenchError> {
+    let rt = super::runtime::start(&plan.config.runtime)?;
+    rt.install(|| steps(plan, command, progress))
+}
+
+fn steps(
     plan: &SessionPlan,
     command: Vec<String>,
     mut progress: impl FnMut(&StepRecord),
@@ -40,7 +52,7 @@ pub fn run(
     let writer = RecordWriter::open(&plan.config.out)?;
     let first = model::resolve(&plan.config.model)?;
     let mut record = RunRecord {
-        runtime: plan.config.runtime.apply(plan.config.model.device)?,
+        runtime: super::runtime::info(&plan.config.runtime, plan.config.model.device),
         model: super::cold::model_info(&first)?,
         session: Some(SessionRecord {
             session: plan.session.clone(),
@@ -74,10 +86,14 @@ pub fn run(
     Ok(record)
 }
 
-/// What carries from one step to the next: the model in memory and the conversation so far.
+/// What carries from one step to the next: the model in memory, its prefix cache and the
+/// conversation so far.
 #[derive(Default)]
 struct State {
     loaded: Option<Loaded>,
+    /// With `--prefix-cache on`: the loaded model's cache and its budget in tokens (each request
+    /// gets an engine of its own; the cache passes from one to the next).
+    prefix: Option<(PrefixCache, usize)>,
     /// Every earlier `chat` step's user message and answer, in order: each chat step is one
     /// more turn of one conversation (across model swaps, as a person keeps talking), so its
     /// prompt grows as a real chat's does. Raw and task steps stay outside it.
@@ -93,7 +109,6 @@ fn run_step(
     start: Instant,
     state: &mut State,
 ) -> Result<Vec<StepRecord>, BenchError> {
-    let loaded = &mut state.loaded;
     let at = || start.elapsed().as_secs_f64();
     match kind {
         StepKind::Load {
@@ -104,7 +119,8 @@ fn run_step(
             let label = format!("load {name} ({})", format!("{dtype:?}").to_lowercase());
             let mut e = StepRecord::new(i, line, StepKindTag::Load, label, at());
             // The person waits from here: the old model goes first, then the new one loads.
-            *loaded = None;
+            state.loaded = None;
+            state.prefix = None;
             let cfg = ModelConfig {
                 model: name.clone(),
                 dtype: *dtype,
@@ -112,7 +128,8 @@ fn run_step(
             };
             let (l, warm) = load_step(&cfg, *evict, &mut e)?;
             e.warmup_s = Some(warm);
-            *loaded = Some(l);
+            state.prefix = prefix_cache(&plan.config, &l)?;
+            state.loaded = Some(l);
             Ok(vec![e])
         }
         StepKind::Idle { seconds } => {
@@ -129,7 +146,8 @@ fn run_step(
             max_tokens,
             repeat,
         } => {
-            let l = loaded
+            let l = state
+                .loaded
                 .as_ref()
                 .expect("the first step loads a model (checked when parsing); this is a bug");
             let turn = (label == "chat").then(|| with_history(prompt, &state.history));
@@ -138,13 +156,8 @@ fn run_step(
                 let mut e = StepRecord::new(i, line, StepKindTag::Request, label.clone(), at());
                 e.repeat = r;
                 e.earlier_turns = turn.as_ref().map(|_| state.history.len() / 2);
-                request(
-                    l,
-                    turn.as_ref().unwrap_or(prompt),
-                    *max_tokens,
-                    plan,
-                    &mut e,
-                )?;
+                let prompt = turn.as_ref().unwrap_or(prompt);
+                request(l, &mut state.prefix, prompt, *max_tokens, plan, &mut e)?;
                 out.push(e);
             }
             // A repeated turn is the same question asked again; the conversation keeps it once.
@@ -215,13 +228,23 @@ fn warm_up(l: &Loaded) -> Result<(), EngineError> {
         sampling: Default::default(),
         stop: Vec::new(),
     };
-    generate(&l.model, &[token], &params, |_| {})?;
+    generate(&l.model, &[token], &params, |_, _| {})?;
     Ok(())
 }
 
-/// Sends one request: enter → first token → last token; fills the request fields of `e`.
+/// An empty prefix cache for the loaded model when the session asks for one, with its budget in
+/// tokens (run's rule: `--prefix-cache-budget`, else a quarter of the KV budget).
+fn prefix_cache(cfg: &RunConfig, l: &Loaded) -> Result<Option<(PrefixCache, usize)>, BenchError> {
+    let bytes = l.model.kv_shape().bytes_per_token();
+    let tokens = super::sweep::scheduler_config(cfg, bytes as u64)?.prefix_cache_tokens;
+    Ok((tokens > 0).then(|| (PrefixCache::new(tokens, bytes), tokens)))
+}
+
+/// Sends one request on a one-request engine (the prefix cache passed in and back): enter →
+/// first token → last token; fills the request fields of `e`.
 fn request(
     l: &Loaded,
+    prefix: &mut Option<(PrefixCache, usize)>,
     prompt: &Prompt,
     max_tokens: usize,
     plan: &SessionPlan,
@@ -235,14 +258,23 @@ fn request(
         sampling: plan.config.sampling.clone(),
         stop: l.tokenizer.info.eos_id.into_iter().collect(),
     };
-    let mut first: Option<Duration> = None;
-    let g = generate(&l.model, &ids, &params, |_| {
-        first.get_or_insert_with(|| enter.elapsed());
-    })?;
+    let budget = prefix.as_ref().map_or(0, |p| p.1);
+    let cfg = one_request(ids.len(), max_tokens, budget);
+    let mut engine = Engine::new(&l.model, cfg, plan.config.sampling.clone());
+    if let Some((cache, _)) = prefix.take() {
+        engine.set_prefix_cache(cache);
+    }
+    let mut first: Option<Instant> = None;
+    let g = generate_on(&mut engine, 0, &ids, &params, |_, at| {
+        first.get_or_insert(at);
+    });
+    *prefix = engine.take_prefix_cache().map(|c| (c, budget));
+    let g = g?;
     let done = enter.elapsed();
     e.prompt_tokens = ids.len();
     e.output_tokens = g.tokens.len();
-    e.ttft_s = first.map(|d| d.as_secs_f64());
+    e.reused_tokens = (budget > 0).then_some(g.reused_tokens);
+    e.ttft_s = first.map(|t| t.duration_since(enter).as_secs_f64());
     e.completion_s = Some(done.as_secs_f64());
     e.output = l.tokenizer.decode(&g.tokens)?;
     Ok(())

@@ -9,6 +9,7 @@ use crate::bench::error::BenchError;
 use crate::bench::trace::Trace;
 use crate::config::run::RunConfig;
 use crate::error::ConfigError;
+use crate::kernels::Runtime;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::engine::scheduler::SchedulerConfig;
@@ -42,29 +43,36 @@ pub(crate) fn run(
     let writer = RecordWriter::open(&cfg.out)?;
     let mut record = new_record(cfg.clone(), workload.clone(), command);
     writer.save(&record)?;
-    let result = prepare(cfg, &workload, &mut record).and_then(|(loaded, energy)| {
-        let draft = super::spec_setup::prepare(cfg, &loaded, &mut record)?;
-        writer.save(&record)?;
-        let setup = RoundSetup {
-            loaded: &loaded,
-            workload: &workload,
-            scheduler: record.scheduler.config(),
-            sampling: cfg.sampling.clone(),
-            max_tokens: cfg.max_tokens,
-            stop: hooks.stop,
-            spec: cfg.spec.clone(),
-            draft: draft.as_ref(),
-            think: cfg.think,
-        };
-        levels(
-            cfg,
-            &setup,
-            energy.as_ref(),
-            &mut record,
-            &writer,
-            hooks.progress,
-        )
-    });
+    let result = super::runtime::start(&cfg.runtime)
+        .map_err(BenchError::from)
+        .and_then(|rt| {
+            let (loaded, energy) = prepare(cfg, &rt, &workload, &mut record)?;
+            Ok((rt, loaded, energy))
+        })
+        .and_then(|(rt, loaded, energy)| {
+            let draft = super::spec_setup::prepare(cfg, &loaded, &mut record)?;
+            writer.save(&record)?;
+            let setup = RoundSetup {
+                runtime: &rt,
+                loaded: &loaded,
+                workload: &workload,
+                scheduler: record.scheduler.config(),
+                sampling: cfg.sampling.clone(),
+                max_tokens: cfg.max_tokens,
+                stop: hooks.stop,
+                spec: cfg.spec.clone(),
+                draft: draft.as_ref(),
+                think: cfg.think,
+            };
+            levels(
+                cfg,
+                &setup,
+                energy.as_ref(),
+                &mut record,
+                &writer,
+                hooks.progress,
+            )
+        });
     hooks.progress.finish();
     record.status = match &result {
         Ok(()) => RunStatus::Complete,
@@ -137,14 +145,16 @@ pub(crate) fn scheduler_config(
     })
 }
 
-/// Everything before the first round: runtime, model (load clock, page-cache state), prompts
-/// rendered once, energy meter; fills the record's provenance as it goes.
+/// Everything before the first round: model (load clock, page-cache state), prompts rendered
+/// once, energy meter; fills the record's provenance as it goes (`rt`: what the rounds run on).
 pub(crate) fn prepare(
     cfg: &RunConfig,
+    rt: &Runtime,
     workload: &Workload,
     record: &mut RunRecord,
 ) -> Result<(Loaded, Option<EnergyMeter>), BenchError> {
-    record.runtime = super::runtime(cfg)?;
+    record.runtime = super::runtime::info(&cfg.runtime, cfg.model.device);
+    debug_assert_eq!(record.runtime.threads, rt.threads());
     let path = model::resolve(&cfg.model)?;
     let files = weight_files(&path);
     let file_refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
@@ -238,16 +248,17 @@ fn levels(
     Ok(())
 }
 
+/// One round on the setup's runtime, with the disk, energy and sentinel readings around it.
 pub(crate) fn measured_round(
     setup: &RoundSetup<'_>,
     jobs: usize,
     energy: Option<&EnergyMeter>,
-    progress: impl FnMut(usize, usize),
+    progress: impl FnMut(usize, usize) + Send,
 ) -> Result<RoundOutput, BenchError> {
     let disk = memory::disk_read_bytes();
     let e0 = energy.and_then(EnergyMeter::read_uj);
     let seen = crate::measure::sentinel::Snapshot::take();
-    let mut out = run_round(setup, jobs, progress)?;
+    let mut out = setup.runtime.install(|| run_round(setup, jobs, progress))?;
     out.record.sentinel = Some(seen.until(&crate::measure::sentinel::Snapshot::take()));
     out.record.disk_read_bytes = disk.zip(memory::disk_read_bytes()).map(|(a, b)| b - a);
     out.record.energy_j = match (energy, e0, energy.and_then(EnergyMeter::read_uj)) {

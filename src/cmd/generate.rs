@@ -14,12 +14,24 @@ pub(crate) const DEFAULT_PROMPT: &str = "The capital of France is";
 
 pub(crate) fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let cfg = super::model_config(&args.model)?;
-    let runtime = super::runtime_config(&args.runtime)?.apply(cfg.device)?;
+    let runtime = super::runtime_config(&args.runtime)?;
     let sampling = args.sampling.config();
     sampling.validate()?;
+    let rt = crate::bench::runtime::start(&runtime)?;
+    let info = crate::bench::runtime::info(&runtime, cfg.device);
+    rt.install(|| generate_on(&args, &cfg, &info, sampling))
+}
+
+/// Loads, generates and prints, on the runtime's workers.
+fn generate_on(
+    args: &GenerateArgs,
+    cfg: &crate::config::ModelConfig,
+    runtime: &crate::config::RuntimeInfo,
+    sampling: crate::config::SamplingConfig,
+) -> anyhow::Result<()> {
     let seen = crate::measure::sentinel::Snapshot::take();
-    let loaded = model::load(&cfg)?;
-    let prompt = prompt_text(&args, &loaded)?;
+    let loaded = model::load(cfg)?;
+    let prompt = prompt_text(args, &loaded)?;
     let ids = loaded.tokenizer.encode(&prompt)?;
     let params = GenerateParams {
         max_new: args.max_tokens,
@@ -27,7 +39,7 @@ pub(crate) fn run(args: GenerateArgs) -> anyhow::Result<()> {
         stop: loaded.tokenizer.info.eos_id.into_iter().collect(),
     };
     let mut printer = StreamPrinter::default();
-    let g = generate(&loaded.model, &ids, &params, |t| {
+    let g = generate(&loaded.model, &ids, &params, |t, _| {
         printer.push(&loaded.tokenizer, t)
     })?;
     println!();

@@ -115,6 +115,7 @@ fn plan(args: &SessionArgs) -> anyhow::Result<SessionPlan> {
         // One request at a time, the other budgets as `run`'s defaults.
         engine: EngineSettings {
             max_seqs: 1,
+            prefix_cache: args.prefix_cache,
             ..Default::default()
         },
         max_tokens: None,

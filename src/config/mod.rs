@@ -162,28 +162,6 @@ impl RuntimeConfig {
     pub(crate) fn kernels_flag(&self) -> String {
         self.kernels.map_or("auto".into(), |l| l.to_string())
     }
-
-    /// Builds the thread pool and sets the kernel level, once per process and before any model
-    /// work; returns what the engine runs with.
-    pub(crate) fn apply(&self, device: DeviceSpec) -> Result<RuntimeInfo, ConfigError> {
-        let threads = kernels::init_threads(self.threads).map_err(|e| {
-            let value = self.threads.map_or("(default)".into(), |n| n.to_string());
-            ConfigError::flag("--threads", value, e)
-        })?;
-        if let Some(level) = self.kernels {
-            kernels::force_level(level)
-                .map_err(|e| ConfigError::flag("--kernels", level.to_string(), e))?;
-        }
-        let kernels = match device {
-            DeviceSpec::Cpu => format!("tokfire kernels {}", kernels::level()),
-            _ => "candle kernels".into(),
-        };
-        Ok(RuntimeInfo {
-            device: device.to_string(),
-            kernels,
-            threads,
-        })
-    }
 }
 
 /// What the engine ran with, as recorded.

@@ -329,6 +329,17 @@ impl<'m> Engine<'m> {
             + prefix
     }
 
+    /// Hands the prefix cache over, to carry it into the next engine over the same model (a
+    /// session's requests each get an engine of their own).
+    pub(crate) fn take_prefix_cache(&mut self) -> Option<PrefixCache> {
+        self.prefix.take()
+    }
+
+    /// Uses `cache` (taken from an earlier engine over the same model) as the prefix cache.
+    pub(crate) fn set_prefix_cache(&mut self, cache: PrefixCache) {
+        self.prefix = Some(cache);
+    }
+
     /// The prefix cache's counters (none without one).
     pub fn prefix_stats(&self) -> Option<PrefixStats> {
         self.prefix.as_ref().map(PrefixCache::stats)

@@ -1,15 +1,18 @@
-//! Single-request generation: one prefill forward, then one decode forward per token, each timed
-//! with `Instant` once its logits are on the host (which waits for the device). `tokfire generate` uses it.
+//! One request on the batching engine: `generate`, each `cold` start and every `session` request
+//! run through [`Engine`] with one sequence, so their prefill is the engine's chunked prefill and
+//! their clocks come from the same events `run` measures (a TTFT means the same in every verb).
+//! `on_token` sees each token as it is sampled, with the moment the engine stamped it.
 
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::sampler::Sampler;
+use super::batching::{Engine, EventKind, FinishReason, Request};
+use super::scheduler::{RequestId, SchedulerConfig};
+use crate::config::run::EngineSettings;
 use crate::config::SamplingConfig;
 use crate::error::EngineError;
 use crate::model::family::Model;
-use crate::model::llama::{LogitRows, SeqInput};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -26,32 +29,63 @@ pub struct GenerateParams {
 pub struct Generation {
     /// Prompt length, in tokens.
     pub prompt_tokens: usize,
+    /// Prompt tokens copied from the prefix cache instead of prefilled (0 without one).
+    pub reused_tokens: usize,
     /// Generated tokens (stop token excluded).
     pub tokens: Vec<u32>,
-    /// Prompt forward + first sample, i.e. time to first token.
+    /// Submission to the first token: the prompt's prefill steps and the first sample, i.e.
+    /// time to first token.
     pub prefill: Duration,
-    /// One entry per decode step (forward + sample), in order.
+    /// One entry per later token: the time since the token before it (decode step, sampling
+    /// and bookkeeping), in order.
     pub steps: Vec<Duration>,
     /// Ended on a stop token rather than the limit.
     pub stopped: bool,
 }
 
-/// Runs `prompt` through `model`, calling `on_token` with each new token as it is sampled.
+/// The budgets of a one-request engine: `run`'s defaults for the step and the prefill chunk,
+/// one sequence, KV room for the prompt and its output plus `prefix_tokens` for a prefix cache.
+pub fn one_request(prompt_tokens: usize, max_new: usize, prefix_tokens: usize) -> SchedulerConfig {
+    let d = EngineSettings::default();
+    SchedulerConfig {
+        max_seqs: 1,
+        max_batch_tokens: d.max_batch_tokens,
+        prefill_chunk: d.prefill_chunk,
+        kv_budget_tokens: prompt_tokens + max_new + prefix_tokens,
+        schedule: d.schedule,
+        prefix_cache_tokens: prefix_tokens,
+    }
+}
+
+/// Runs `prompt` through `model` on a one-request engine of its own.
 pub fn generate(
     model: &Model,
     prompt: &[u32],
     p: &GenerateParams,
-    mut on_token: impl FnMut(u32),
+    on_token: impl FnMut(u32, Instant),
+) -> Result<Generation, EngineError> {
+    let cfg = one_request(prompt.len(), p.max_new, 0);
+    let mut engine = Engine::new(model, cfg, p.sampling.clone());
+    generate_on(&mut engine, 0, prompt, p, on_token)
+}
+
+/// Runs `prompt` as request `id` on `engine` (which has nothing else to do) to its last token.
+/// The request's sampler is seeded from the engine's seed and `id`, as in `run`.
+pub fn generate_on(
+    engine: &mut Engine<'_>,
+    id: RequestId,
+    prompt: &[u32],
+    p: &GenerateParams,
+    mut on_token: impl FnMut(u32, Instant),
 ) -> Result<Generation, EngineError> {
     if prompt.is_empty() {
         return Err(EngineError::Invalid(
             "the prompt encodes to no tokens; give a non-empty prompt".into(),
         ));
     }
-    let mut cache = model.new_cache(prompt.len() + p.max_new)?;
-    let mut sampler = Sampler::new(&p.sampling);
     let mut out = Generation {
         prompt_tokens: prompt.len(),
+        reused_tokens: 0,
         tokens: Vec::new(),
         prefill: Duration::ZERO,
         steps: Vec::new(),
@@ -60,40 +94,43 @@ pub fn generate(
     if p.max_new == 0 {
         return Ok(out);
     }
-    let start = Instant::now();
-    let mut next = step(model, prompt, &mut cache, &mut sampler)?;
-    out.prefill = start.elapsed();
-    loop {
-        if p.stop.contains(&next) {
-            out.stopped = true;
-            break;
+    let mut seen = engine.events().len();
+    engine.submit(Request {
+        id,
+        prompt: prompt.to_vec(),
+        max_new: p.max_new,
+        stop: p.stop.clone(),
+    })?;
+    let mut last: Option<Instant> = None;
+    while engine.step()? {
+        for ev in &engine.events()[seen..] {
+            if ev.id != Some(id) {
+                continue;
+            }
+            match ev.kind {
+                EventKind::Submitted { .. } => last = Some(ev.at),
+                EventKind::PrefixReused { tokens } => out.reused_tokens = tokens,
+                EventKind::Token { token } => {
+                    let before = last.unwrap_or(ev.at);
+                    match out.tokens.is_empty() {
+                        true => out.prefill = ev.at.duration_since(before),
+                        false => out.steps.push(ev.at.duration_since(before)),
+                    }
+                    last = Some(ev.at);
+                    out.tokens.push(token);
+                    on_token(token, ev.at);
+                }
+                EventKind::Finished { reason, .. } => {
+                    out.stopped = reason == FinishReason::Stop;
+                    // Stopped at once (a stop token first): the prefill ran to the finish.
+                    if out.tokens.is_empty() {
+                        out.prefill = ev.at.duration_since(last.unwrap_or(ev.at));
+                    }
+                }
+                _ => {}
+            }
         }
-        out.tokens.push(next);
-        on_token(next);
-        if out.tokens.len() >= p.max_new {
-            break;
-        }
-        let t = Instant::now();
-        next = step(model, &[next], &mut cache, &mut sampler)?;
-        out.steps.push(t.elapsed());
+        seen = engine.events().len();
     }
     Ok(out)
-}
-
-fn step(
-    model: &Model,
-    tokens: &[u32],
-    cache: &mut crate::model::kv::KvCache,
-    sampler: &mut Sampler,
-) -> Result<u32, EngineError> {
-    let logits = model.forward(
-        &[SeqInput {
-            tokens,
-            logits: LogitRows::Last,
-        }],
-        &mut [cache],
-    )?;
-    // Copying the logits to the host waits for the device, so the caller's clock is honest.
-    let row = logits.squeeze(0)?.to_vec1::<f32>()?;
-    Ok(sampler.sample(&row))
 }

@@ -6,19 +6,20 @@
 //!
 //! Modules, one concern each: [`blocks`] (layouts), [`quantize`] (activations), [`scalar`]
 //! (the reference), `simd` + `kquants` + `avx2` + `avx512` (x86-64 kernels), [`matmul`] (tiles, threads),
-//! [`pool`] (the thread pool).
+//! [`pool`] (parallel sections), [`runtime`] (the pool and level a model runs under).
 //!
 //! Integration: called directly from `model::linear::Linear::forward` on the contiguous CPU
 //! slice of the input (no candle `CustomOp`): the weight bytes are copied out of the GGUF
 //! tensor once at load into a [`QMatrix`], so the hot path needs no candle storage access.
 //!
-//! The kernel level is chosen at run time ([`detect`]: the best the CPU has) and can be forced
-//! ([`force_level`]), e.g. to [`Level::Scalar`] so tests cover the reference path.
+//! The kernel level is chosen at run time ([`detect`]: the best the CPU has) and can be set per
+//! [`Runtime`], e.g. to [`Level::Scalar`] so tests cover the reference path.
 
 pub mod blocks;
 pub mod matmul;
 pub(crate) mod pool;
 pub mod quantize;
+pub mod runtime;
 pub mod scalar;
 
 #[cfg(target_arch = "x86_64")]
@@ -33,11 +34,11 @@ mod simd;
 use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 pub(crate) use blocks::QType;
-pub use pool::{init_threads, threads};
+pub use pool::threads;
+pub use runtime::Runtime;
 
 /// A SIMD level the kernels can run at.
 #[derive(
@@ -117,38 +118,19 @@ pub(crate) fn has_avx512_vnni() -> bool {
 
 /// The best level this CPU has.
 pub fn detect() -> Level {
-    *Level::ALL
-        .iter()
-        .rev()
-        .find(|l| l.available())
-        .unwrap_or(&Level::Scalar)
+    static BEST: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
+    *BEST.get_or_init(|| {
+        *Level::ALL
+            .iter()
+            .rev()
+            .find(|l| l.available())
+            .unwrap_or(&Level::Scalar)
+    })
 }
 
-const UNSET: u8 = u8::MAX;
-static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
-
-/// Makes every later matmul run at `level`; an error if this CPU lacks it.
-pub fn force_level(level: Level) -> Result<(), String> {
-    if !level.available() {
-        return Err(format!(
-            "--kernels {level}: this CPU does not support it (best available: {})",
-            detect()
-        ));
-    }
-    LEVEL.store(level as u8, Ordering::Relaxed);
-    Ok(())
-}
-
-/// The level matmuls run at: forced, else [`detect`]ed.
+/// The level matmuls on this thread run at: its [`Runtime`]'s, else [`detect`]ed.
 pub fn level() -> Level {
-    match LEVEL.load(Ordering::Relaxed) {
-        UNSET => {
-            let l = detect();
-            LEVEL.store(l as u8, Ordering::Relaxed);
-            l
-        }
-        v => Level::ALL[v as usize],
-    }
+    runtime::current_level()
 }
 
 /// One line for reports, e.g. `tokfire kernels avx512-vnni, 2 threads`.

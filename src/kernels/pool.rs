@@ -1,47 +1,7 @@
-//! The worker threads: one rayon global pool, built once, shared by our kernels and by candle
-//! (whose CPU ops read `RAYON_NUM_THREADS` / `CANDLE_NUM_THREADS`, set here to the same count).
+//! Parallel sections: how many workers the current pool has, and running a model step on a
+//! worker (of the caller's [`super::Runtime`], else of rayon's global pool).
 
-use std::sync::Mutex;
-
-static INIT: Mutex<Option<usize>> = Mutex::new(None);
-
-/// Builds the pool with `n` threads (`None`: candle's default, the physical cores it may use).
-/// Call before any model work; calling again with the same count is fine. Returns the count.
-pub fn init_threads(n: Option<usize>) -> Result<usize, String> {
-    let mut done = INIT.lock().unwrap_or_else(|e| e.into_inner());
-    let want = n.unwrap_or_else(candle_core::utils::get_num_threads);
-    if want == 0 {
-        return Err("--threads 0: need at least one thread".into());
-    }
-    if let Some(have) = *done {
-        return if have == want {
-            Ok(have)
-        } else {
-            Err(format!(
-                "--threads {want}: the thread pool already runs {have} threads; it is built once per process"
-            ))
-        };
-    }
-    std::env::set_var("RAYON_NUM_THREADS", want.to_string());
-    std::env::set_var("CANDLE_NUM_THREADS", want.to_string());
-    if rayon::ThreadPoolBuilder::new()
-        .num_threads(want)
-        .thread_name(|i| format!("tokfire-{i}"))
-        .build_global()
-        .is_err()
-    {
-        let have = rayon::current_num_threads();
-        if have != want {
-            return Err(format!(
-                "--threads {want}: the thread pool was started with {have} threads before --threads was applied; this is a bug"
-            ));
-        }
-    }
-    *done = Some(want);
-    Ok(want)
-}
-
-/// Threads the kernels use (the rayon global pool's size; builds the default pool if needed).
+/// Threads the kernels use: the current runtime's workers, else rayon's global pool's.
 pub fn threads() -> usize {
     rayon::current_num_threads()
 }

@@ -76,6 +76,10 @@ pub struct StepRecord {
     /// and task requests, and in records written before sessions kept the conversation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_turns: Option<usize>,
+    /// Requests with `--prefix-cache on`: prompt tokens copied from the prefix cache instead of
+    /// prefilled (none without a prefix cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_tokens: Option<usize>,
     /// Idle steps: the gap in the script, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_script_s: Option<f64>,
@@ -117,6 +121,7 @@ impl StepRecord {
             prompt_tokens: 0,
             output_tokens: 0,
             earlier_turns: None,
+            reused_tokens: None,
             idle_script_s: None,
             idle_s: None,
             sentinel: None,

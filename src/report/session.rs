@@ -36,13 +36,20 @@ fn row(s: &StepRecord) -> Vec<String> {
         (_, b) => secs(b),
     };
     let tokens = match s.kind {
-        StepKindTag::Request => format!(
-            "{} → {}{}",
-            s.prompt_tokens,
-            s.output_tokens,
-            s.earlier_turns
-                .map_or(String::new(), |n| format!(" (chat turn {})", n + 1))
-        ),
+        StepKindTag::Request => {
+            let notes: Vec<String> = [
+                s.earlier_turns.map(|n| format!("chat turn {}", n + 1)),
+                s.reused_tokens.map(|n| format!("{n} cached")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let notes = match notes.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", notes.join(", ")),
+            };
+            format!("{} → {}{notes}", s.prompt_tokens, s.output_tokens)
+        }
         _ => "-".into(),
     };
     vec![
@@ -153,7 +160,7 @@ fn notes(s: &SessionRecord) -> String {
 
 /// The CSV columns: one row per step, clocks in seconds as plain numbers, empty when a step
 /// has no such clock.
-const CSV_HEADERS: [&str; 23] = [
+const CSV_HEADERS: [&str; 24] = [
     "run_id",
     "step",
     "line",
@@ -176,6 +183,7 @@ const CSV_HEADERS: [&str; 23] = [
     "prompt_tokens",
     "output_tokens",
     "earlier_turns",
+    "reused_tokens",
     "time_scale",
 ];
 
@@ -212,6 +220,7 @@ fn csv(run: &RunRecord, s: &SessionRecord) -> String {
             st.prompt_tokens.to_string(),
             st.output_tokens.to_string(),
             st.earlier_turns.map_or(String::new(), |n| n.to_string()),
+            st.reused_tokens.map_or(String::new(), |n| n.to_string()),
             s.time_scale.to_string(),
         ];
         let cells: Vec<String> = cells

@@ -208,7 +208,7 @@ fn engine_runs_three_jobs_in_shared_steps_with_the_same_output_as_alone() {
             sampling: SamplingConfig::default(),
             stop: eos.clone(),
         };
-        let alone = generate(&m.model, p, &params, |_| {}).unwrap();
+        let alone = generate(&m.model, p, &params, |_, _| {}).unwrap();
         assert_eq!(
             e.output(i as u64).unwrap(),
             alone.tokens.as_slice(),

@@ -14,6 +14,7 @@ fn three_jobs_give_the_same_outputs_as_one_and_really_batch() {
     let loaded = common::load(&common::default_model_path(), WeightDType::Q);
     let workload = tokfire::workload::load("chat").unwrap();
     let setup = RoundSetup {
+        runtime: &tokfire::kernels::Runtime::new(2, tokfire::kernels::detect()).unwrap(),
         loaded: &loaded,
         workload: &workload,
         scheduler: SchedulerConfig {

@@ -20,13 +20,9 @@ fn prompts() -> Vec<Vec<u32>> {
     ]
 }
 
+/// The plain reference: one sequence, the whole prompt in one forward, greedy.
 fn alone(model: &Model, prompt: &[u32], n: usize) -> Vec<u32> {
-    let p = GenerateParams {
-        max_new: n,
-        sampling: SamplingConfig::default(),
-        stop: vec![],
-    };
-    generate(model, prompt, &p, |_| {}).unwrap().tokens
+    solo(model, prompt, n).tokens
 }
 
 fn through_engine(model: &Model, cfg: SchedulerConfig, n: usize) -> Engine<'_> {
@@ -196,4 +192,49 @@ fn an_impossible_request_is_refused_with_the_flag_to_change() {
         })
         .unwrap_err();
     assert!(err.to_string().contains("--kv-budget"), "{err}");
+}
+
+#[test]
+fn generate_is_the_engine_with_one_request_and_equals_the_plain_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(
+        &synthetic_gguf(dir.path(), GgmlDType::Q8_0, false),
+        WeightDType::Q,
+    );
+    let m = &loaded.model;
+    for p in prompts() {
+        let want = alone(m, &p, 7);
+        let params = GenerateParams {
+            max_new: 7,
+            sampling: SamplingConfig::default(),
+            stop: vec![],
+        };
+        let mut streamed = Vec::new();
+        let g = generate(m, &p, &params, |t, _| streamed.push(t)).unwrap();
+        assert_eq!(g.tokens, want, "prompt {p:?}");
+        assert_eq!(streamed, want);
+        assert_eq!(
+            (g.prompt_tokens, g.reused_tokens, g.stopped),
+            (p.len(), 0, false)
+        );
+        // One clock for the first token, one per later token.
+        assert_eq!(g.steps.len(), want.len() - 1);
+        assert!(g.prefill > std::time::Duration::ZERO);
+        // A stop token ends it there, not emitted, and says so.
+        let stop = GenerateParams {
+            stop: vec![want[3]],
+            ..params.clone()
+        };
+        let cut = want.iter().position(|t| *t == want[3]).unwrap();
+        let g = generate(m, &p, &stop, |_, _| {}).unwrap();
+        assert_eq!(g.tokens, want[..cut], "prompt {p:?}");
+        assert!(g.stopped);
+    }
+    let none = GenerateParams {
+        max_new: 3,
+        sampling: SamplingConfig::default(),
+        stop: vec![],
+    };
+    let err = generate(m, &[], &none, |_, _| {}).unwrap_err();
+    assert!(err.to_string().contains("no tokens"), "{err}");
 }

@@ -12,7 +12,6 @@ use tokfire::bench::timeline::timeline;
 use tokfire::config::schedule::Schedule;
 use tokfire::config::{SamplingConfig, WeightDType};
 use tokfire::engine::batching::{Engine, Event, EventKind, Request};
-use tokfire::engine::generate::{generate, GenerateParams};
 use tokfire::engine::scheduler::SchedulerConfig;
 use tokfire::record::profile::PlanRow;
 
@@ -98,15 +97,7 @@ fn every_policy_equals_one_at_a_time_and_its_timeline_adds_up() {
     );
     let m = &loaded.model;
     let n = 9;
-    let params = GenerateParams {
-        max_new: n,
-        sampling: SamplingConfig::default(),
-        stop: vec![],
-    };
-    let alone: Vec<Vec<u32>> = prompts()
-        .iter()
-        .map(|p| generate(m, p, &params, |_| {}).unwrap().tokens)
-        .collect();
+    let alone: Vec<Vec<u32>> = prompts().iter().map(|p| solo(m, p, n).tokens).collect();
     for policy in POLICIES {
         for kv in [10_000, 45] {
             let mut e = Engine::new(m, cfg(policy, kv), SamplingConfig::default());
@@ -148,6 +139,7 @@ fn three_jobs_on_real_weights_have_a_timeline_that_adds_up_under_every_policy() 
     let mut outputs = Vec::new();
     for policy in POLICIES {
         let setup = RoundSetup {
+            runtime: &tokfire::kernels::Runtime::new(2, tokfire::kernels::detect()).unwrap(),
             loaded: &loaded,
             workload: &workload,
             scheduler: SchedulerConfig {

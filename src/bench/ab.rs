@@ -22,6 +22,7 @@ use crate::model::Loaded;
 use crate::record::ab::{Decision, Metric};
 use crate::record::arms::{self, AbArm, ArmRound, Judging};
 use crate::record::io::RecordWriter;
+use crate::record::kind::RunKind;
 use crate::record::{LevelRecord, RunRecord, RunStatus};
 use crate::workload::{self, Workload};
 
@@ -194,7 +195,7 @@ fn skeleton(
 ) -> RunRecord {
     RunRecord {
         id: format!("{pair}-{arm}"),
-        ab: Some(AbArm {
+        kind: RunKind::AbArm(AbArm {
             arm: arm.into(),
             pair: pair.into(),
             vary: plan.vary.clone(),
@@ -227,7 +228,7 @@ fn set_verdict(records: &mut [RunRecord], plan: &Plan) -> Option<Decision> {
         },
     );
     let d = v.decision;
-    records[1].ab.as_mut().expect("arms carry ab").verdict = Some(v);
+    records[1].ab_mut().expect("arms carry ab").verdict = Some(v);
     Some(d)
 }
 
@@ -362,7 +363,7 @@ fn rounds(
                 warmup,
             };
             let load_s = match plan.expect == Metric::Load && !warmup {
-                true => Some(load_sample(&cfgs[arm])?),
+                true => Some(load_sample(&cfgs[arm], &runtimes[arm])?),
                 false => None,
             };
             one_round(&setup, &mut states[arm], energy, seq, warmup, |d, t| {
@@ -370,8 +371,7 @@ fn rounds(
             })?;
             if let Some(r) = states[arm]
                 .record
-                .ab
-                .as_mut()
+                .ab_mut()
                 .and_then(|a| a.rounds.last_mut())
             {
                 r.load_s = r.load_s.or(load_s);
@@ -398,8 +398,8 @@ fn rounds(
 
 /// Loads the arm's model once more and drops it: one sample of the warm load clock, taken before
 /// the round so its memory and time stay out of the round's figures.
-fn load_sample(cfg: &RunConfig) -> Result<f64, BenchError> {
-    let loaded = crate::model::load(&cfg.model)?;
+fn load_sample(cfg: &RunConfig, rt: &Runtime) -> Result<f64, BenchError> {
+    let loaded = rt.install(|| crate::model::load(&cfg.model))?;
     Ok(loaded.load_time.as_secs_f64())
 }
 
@@ -431,8 +431,7 @@ fn one_round(
     if !warmup {
         state
             .record
-            .ab
-            .as_mut()
+            .ab_mut()
             .expect("arms carry ab")
             .rounds
             .push(ArmRound {

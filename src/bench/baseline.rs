@@ -8,6 +8,7 @@ use super::sweep::measured_round;
 use crate::bench::error::BenchError;
 use crate::config::spec::{SpecConfig, SpecMethod};
 use crate::measure::energy::EnergyMeter;
+use crate::record::kind::RunKind;
 use crate::record::{LevelRecord, RunRecord, RunStatus};
 
 /// The round settings of the baseline: those of `spec` without speculation.
@@ -57,11 +58,9 @@ pub(crate) fn start(record: &mut RunRecord) {
         energy_na: record.energy_na.clone(),
         levels: Vec::new(),
         summary: None,
-        ab: None,
-        cold: None,
+        kind: RunKind::Baseline,
         baseline: None,
         drafter: None,
-        session: None,
     }));
 }
 

@@ -23,6 +23,7 @@ use crate::record::cold::{
     StartRecord,
 };
 use crate::record::io::RecordWriter;
+use crate::record::kind::RunKind;
 use crate::record::{ModelInfo, RunRecord, RunStatus};
 use crate::workload::{Task, Workload};
 
@@ -60,7 +61,7 @@ pub fn run(
     let mut record = RunRecord {
         runtime: super::runtime::info(&plan.config.runtime, plan.config.model.device),
         model: model_info(&original)?,
-        cold: Some(ColdRecord {
+        kind: RunKind::Cold(ColdRecord {
             settings: plan.settings.clone(),
             starts: Vec::new(),
         }),
@@ -99,7 +100,7 @@ pub fn run(
         start.residency = residency;
         start.counted = counted(kind, eviction.as_ref(), start.failure.is_some());
         start.eviction = eviction;
-        let cold = record.cold.as_mut().expect("set above; this is a bug");
+        let cold = record.cold_mut().expect("set above; this is a bug");
         cold.starts.push(start.clone());
         writer.save(&record)?;
         progress(&start);

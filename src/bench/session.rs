@@ -17,6 +17,7 @@ use crate::model::chat::Message;
 use crate::model::prefix::PrefixCache;
 use crate::model::{self, Loaded};
 use crate::record::io::RecordWriter;
+use crate::record::kind::RunKind;
 use crate::record::session::{is_cold, SessionRecord, StepKindTag, StepRecord};
 use crate::record::{RunRecord, RunStatus};
 use crate::workload::session::{scaled, Session, StepKind};
@@ -54,7 +55,7 @@ fn steps(
     let mut record = RunRecord {
         runtime: super::runtime::info(&plan.config.runtime, plan.config.model.device),
         model: super::cold::model_info(&first)?,
-        session: Some(SessionRecord {
+        kind: RunKind::Session(SessionRecord {
             session: plan.session.clone(),
             time_scale: plan.time_scale,
             steps: Vec::new(),
@@ -75,7 +76,7 @@ fn steps(
             }
         }
         for e in entries {
-            let s = record.session.as_mut().expect("set above; this is a bug");
+            let s = record.session_mut().expect("set above; this is a bug");
             s.steps.push(e.clone());
             writer.save(&record)?;
             progress(&e);

@@ -19,6 +19,7 @@ use crate::measure::provenance::{Build, Machine};
 use crate::measure::{memory, pagecache};
 use crate::model::{self, inspect, Loaded, ModelPath};
 use crate::record::io::RecordWriter;
+use crate::record::kind::RunKind;
 use crate::record::{LevelRecord, LoadClock, ModelInfo, RunRecord, RunStatus};
 use crate::workload::{self, Workload};
 
@@ -154,13 +155,13 @@ pub(crate) fn prepare(
     record: &mut RunRecord,
 ) -> Result<(Loaded, Option<EnergyMeter>), BenchError> {
     record.runtime = super::runtime::info(&cfg.runtime, cfg.model.device);
-    debug_assert_eq!(record.runtime.threads, rt.threads());
     let path = model::resolve(&cfg.model)?;
     let files = weight_files(&path);
     let file_refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
     let page_cache = pagecache::residency(&file_refs);
     let disk_before = memory::disk_read_bytes();
-    let loaded = model::load(&cfg.model)?;
+    // On the runtime's workers, as the rounds: the load's parallel sections get its threads.
+    let loaded = rt.install(|| model::load(&cfg.model))?;
     record.load = LoadClock {
         seconds: loaded.load_time.as_secs_f64(),
         page_cache,
@@ -339,11 +340,9 @@ pub(crate) fn new_record(config: RunConfig, workload: Workload, command: Vec<Str
         energy_na: None,
         levels: Vec::new(),
         summary: None,
-        ab: None,
-        cold: None,
+        kind: RunKind::Run,
         baseline: None,
         drafter: None,
-        session: None,
     }
 }
 

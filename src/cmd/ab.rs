@@ -222,7 +222,7 @@ pub fn run(args: AbArgs) -> anyhow::Result<()> {
     let log = format!(
         "== {} · ab {} ==\n{screen}\n",
         b.started_utc,
-        b.ab.as_ref().map_or("", |x| x.pair.as_str())
+        b.ab().map_or("", |x| x.pair.as_str())
     );
     if let Err(e) = writer.append_log(&log) {
         eprintln!("warning: {e}");
@@ -232,7 +232,7 @@ pub fn run(args: AbArgs) -> anyhow::Result<()> {
         &out.with_extension("txt"),
         &format!(" (arms {} and {})", a.id, b.id),
     );
-    let verdict = b.ab.as_ref().and_then(|x| x.verdict.as_ref());
+    let verdict = b.ab().and_then(|x| x.verdict.as_ref());
     match verdict {
         Some(v) if args.bench.exit_code && v.decision != crate::record::ab::Decision::Keep => {
             Err(ConfigError::NotKept {

@@ -28,7 +28,7 @@ pub fn run(args: ColdArgs) -> anyhow::Result<()> {
     let text = report::cold::render(&record, crate::config::run::Format::Text);
     let out = &plan.config.out;
     super::record_log::append_and_say(out, &record, &text)?;
-    let starts = record.cold.as_ref().expect("a cold record; this is a bug");
+    let starts = record.cold().expect("a cold record; this is a bug");
     if let RunStatus::Interrupted { signal } = &record.status {
         return Err(BenchError::StartsInterrupted {
             signal: signal.clone(),

@@ -4,6 +4,7 @@
 
 use crate::cli::ReportArgs;
 use crate::config::run::Format;
+use crate::record::kind::KindTag;
 use crate::record::{io, RunRecord};
 use crate::report::text;
 
@@ -18,7 +19,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
             let (cold, bench): (Vec<&RunRecord>, Vec<&RunRecord>) = items
                 .iter()
                 .flat_map(Item::runs)
-                .partition(|r| r.cold.is_some() || r.session.is_some());
+                .partition(|r| matches!(r.kind.tag(), KindTag::Cold | KindTag::Session));
             let rows: String = bench
                 .iter()
                 .map(|r| text::csv_rows(r, &r.summary().levels))
@@ -47,7 +48,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     if args.profile {
         for r in runs
             .iter()
-            .filter(|r| r.cold.is_none() && r.session.is_none())
+            .filter(|r| !matches!(r.kind.tag(), KindTag::Cold | KindTag::Session))
         {
             print!("\n{}", crate::report::profile::screen(r));
         }
@@ -89,7 +90,7 @@ fn items<'a>(all: &'a [RunRecord], selected: &[&'a RunRecord]) -> Vec<Item<'a>> 
     let mut shown: Vec<&str> = Vec::new();
     let mut out = Vec::new();
     for &run in selected {
-        let Some(ab) = &run.ab else {
+        let Some(ab) = run.ab() else {
             out.push(Item::Run(run));
             continue;
         };
@@ -97,10 +98,8 @@ fn items<'a>(all: &'a [RunRecord], selected: &[&'a RunRecord]) -> Vec<Item<'a>> 
             continue;
         }
         let arm = |name: &str| {
-            all.iter().find(|r| {
-                r.ab.as_ref()
-                    .is_some_and(|x| x.pair == ab.pair && x.arm == name)
-            })
+            all.iter()
+                .find(|r| r.ab().is_some_and(|x| x.pair == ab.pair && x.arm == name))
         };
         match (arm("A"), arm("B")) {
             (Some(a), Some(b)) => {
@@ -116,14 +115,13 @@ fn items<'a>(all: &'a [RunRecord], selected: &[&'a RunRecord]) -> Vec<Item<'a>> 
 /// The HTML page of a `run`/`sweep` record; other kinds are refused by name rather than written
 /// as an empty page.
 fn html_page(run: &RunRecord) -> anyhow::Result<String> {
-    let kind = if run.cold.is_some() {
-        Some("cold starts")
-    } else if run.session.is_some() {
-        Some("a session")
-    } else if run.ab.is_some() {
-        Some("one arm of an A/B (a page of one arm would hide the other and the verdict)")
-    } else {
-        None
+    let kind = match run.kind.tag() {
+        KindTag::Cold => Some("cold starts"),
+        KindTag::Session => Some("a session"),
+        KindTag::AbArm => {
+            Some("one arm of an A/B (a page of one arm would hide the other and the verdict)")
+        }
+        KindTag::Run | KindTag::Baseline => None,
     };
     if let Some(kind) = kind {
         anyhow::bail!(

@@ -10,6 +10,7 @@ use crate::bench::sweep::Hooks;
 use crate::cli::RerunArgs;
 use crate::config::run::RunConfig;
 use crate::record::io;
+use crate::record::kind::KindTag;
 use crate::record::RunRecord;
 use crate::report::summary::command_line;
 
@@ -67,14 +68,16 @@ fn config(args: &RerunArgs, old: &RunRecord) -> anyhow::Result<RunConfig> {
             command_line(&old.command)
         )
     };
-    if old.ab.is_some() {
-        return Err(as_own_verb("one arm of an A/B"));
-    }
-    if old.cold.is_some() || old.config.verb == "cold" {
-        return Err(as_own_verb("a set of cold starts (`tokfire cold`)"));
-    }
-    if old.session.is_some() || old.config.verb == "session" {
-        return Err(as_own_verb("a session (`tokfire session`)"));
+    match (old.kind.tag(), old.config.verb.as_str()) {
+        (KindTag::AbArm, _) => return Err(as_own_verb("one arm of an A/B")),
+        (KindTag::Cold, _) | (_, "cold") => {
+            return Err(as_own_verb("a set of cold starts (`tokfire cold`)"))
+        }
+        (KindTag::Session, _) | (_, "session") => {
+            return Err(as_own_verb("a session (`tokfire session`)"))
+        }
+        (KindTag::Baseline, _) => return Err(as_own_verb("the baseline of a speculative run")),
+        (KindTag::Run, _) => {}
     }
     anyhow::ensure!(
         matches!(old.config.verb.as_str(), "run" | "sweep"),

@@ -68,7 +68,7 @@ pub fn round_figures_at(run: &RunRecord, jobs: usize) -> Vec<RoundFigures> {
 fn level_figures(run: &RunRecord, level: &LevelRecord) -> Vec<RoundFigures> {
     // An A/B arm's per-round extras belong to its first (only) level.
     let first = run.levels.first().is_some_and(|f| std::ptr::eq(f, level));
-    let extra = match (&run.ab, first) {
+    let extra = match (run.ab(), first) {
         (Some(a), true) => a.rounds.as_slice(),
         _ => &[],
     };

@@ -68,11 +68,9 @@ fn one_level(run: &RunRecord, i: usize) -> RunRecord {
         energy_na: None,
         levels: run.levels.get(i).cloned().into_iter().collect(),
         summary: None,
-        ab: None,
-        cold: None,
+        kind: super::kind::RunKind::Run,
         baseline: None,
         drafter: None,
-        session: None,
     }
 }
 

@@ -99,8 +99,8 @@ impl Profile {
         }
         let verdicts = pairs
             .iter()
-            .filter_map(|[_, b]| b.ab.as_ref()?.verdict.as_ref().map(|v| v.decision));
-        let sentinels = pairs.iter().flatten().filter_map(|r| r.ab.as_ref());
+            .filter_map(|[_, b]| b.ab()?.verdict.as_ref().map(|v| v.decision));
+        let sentinels = pairs.iter().flatten().filter_map(|r| r.ab());
         let (mut disturbed, mut measured) = (0, 0);
         for a in sentinels {
             measured += a.rounds.len();

@@ -9,6 +9,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::kind::{KindTag, RunKind};
 use super::{summary, ResultsFile, RunRecord, FORMAT};
 
 /// A results file that cannot be used, naming the file and what to do.
@@ -101,7 +102,25 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError>
             supported: FORMAT,
         });
     }
-    serde_json::from_value(value).map_err(|e| not(format!("schema {version}: {e}")))
+    let mut file: ResultsFile =
+        serde_json::from_value(value).map_err(|e| not(format!("schema {version}: {e}")))?;
+    for run in &mut file.runs {
+        // A nested baseline is one by its place (records before schema 3 did not say so).
+        if let Some(b) = run.baseline.as_mut() {
+            match b.kind.tag() {
+                KindTag::Run | KindTag::Baseline => b.kind = RunKind::Baseline,
+                other => {
+                    return Err(not(format!(
+                        "run {}: its baseline is of kind \"{}\"; a baseline is a run of the \
+                         same levels with --spec none",
+                        run.id,
+                        other.as_str()
+                    )))
+                }
+            }
+        }
+    }
+    Ok(file)
 }
 
 /// Picks runs of a file: by id, the last one, or all.

@@ -11,6 +11,7 @@ pub mod calibration;
 pub mod cold;
 pub mod diff;
 pub(crate) mod io;
+pub mod kind;
 pub mod load;
 pub mod prefix;
 pub mod profile;
@@ -33,8 +34,10 @@ use crate::measure::provenance::{Build, Machine};
 use crate::workload::{Outcome, ToolCall, Workload};
 
 /// Version of the file layout below. 2 added `summary`, `config.headroom` and the
-/// `interrupted` state; version 1 files still load (their summary is derived on reading).
-pub(crate) const FORMAT: u32 = 2;
+/// `interrupted` state; 3 added every run's `kind` ([`kind::RunKind`]) and the record types of
+/// their own (`scheduler`, `load.split`). Version 1 and 2 files still load (a summary is derived
+/// on reading, a kind from the payload the run carries).
+pub(crate) const FORMAT: u32 = 3;
 
 /// A results file: every run appended to it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -82,7 +85,7 @@ impl RunStatus {
     }
 }
 
-/// One `run` or `sweep`.
+/// One run of any verb (its [`kind::RunKind`] says which, with that kind's own payload).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Unique within the file: start time and process id.
@@ -109,12 +112,10 @@ pub struct RunRecord {
     /// in version 1 files; readers derive it then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<summary::RunSummary>,
-    /// Set when the run is one arm of a `tokfire ab`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ab: Option<arms::AbArm>,
-    /// `tokfire cold`: every start with its page-cache state and clocks (absent in other runs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cold: Option<cold::ColdRecord>,
+    /// Which verb's run this is, with what only that kind has (`kind` and `ab`, `cold` or
+    /// `session` on file).
+    #[serde(flatten)]
+    pub kind: kind::RunKind,
     /// With `--spec` other than `none` (and without `--no-baseline`): the same levels run with
     /// `--spec none` on the same loaded model, rounds interleaved with this run's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,12 +123,54 @@ pub struct RunRecord {
     /// The drafter's identity and extra memory (absent without speculation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drafter: Option<spec::DrafterInfo>,
-    /// `tokfire session`: every step with what the person waited for (absent in other runs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<session::SessionRecord>,
 }
 
 impl RunRecord {
+    /// The A/B arm's payload (none in other kinds).
+    pub fn ab(&self) -> Option<&arms::AbArm> {
+        match &self.kind {
+            kind::RunKind::AbArm(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn ab_mut(&mut self) -> Option<&mut arms::AbArm> {
+        match &mut self.kind {
+            kind::RunKind::AbArm(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The cold starts (none in other kinds).
+    pub fn cold(&self) -> Option<&cold::ColdRecord> {
+        match &self.kind {
+            kind::RunKind::Cold(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn cold_mut(&mut self) -> Option<&mut cold::ColdRecord> {
+        match &mut self.kind {
+            kind::RunKind::Cold(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The session's steps (none in other kinds).
+    pub fn session(&self) -> Option<&session::SessionRecord> {
+        match &self.kind {
+            kind::RunKind::Session(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn session_mut(&mut self) -> Option<&mut session::SessionRecord> {
+        match &mut self.kind {
+            kind::RunKind::Session(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The stored summary, or one derived now for a record that has none; a stored summary
     /// from before a figure was summarised gets that figure from the raw samples here, so every
     /// presenter reads one summary.

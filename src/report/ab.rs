@@ -18,7 +18,7 @@ fn value(m: Metric, v: f64) -> String {
 }
 
 fn arm_name(run: &RunRecord) -> String {
-    match &run.ab {
+    match run.ab() {
         Some(a) if a.vary == "aa" => format!("{} (same)", a.arm),
         Some(a) => format!("{} {}={}", a.arm, a.vary, a.value),
         None => run.id.clone(),
@@ -61,7 +61,7 @@ pub fn verdict_block(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
     if let Some(n) = v.more_rounds {
         // Name a flag the verb that shows this accepts: `ab` adds rounds itself, `compare` and
         // `rerun` need runs with more measured rounds.
-        if b.ab.is_some() {
+        if b.ab().is_some() {
             let _ = writeln!(out, "  (--until-decided {n} would add them)");
         } else {
             let have = v.effect.as_ref().map_or(0, |e| e.n_a.min(e.n_b));
@@ -120,7 +120,7 @@ pub fn verdict_block(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
 fn sentinel_lines(a: &RunRecord, b: &RunRecord, v: &Verdict) -> String {
     let mut out = String::new();
     for (run, discounted) in [(a, v.discounted_a), (b, v.discounted_b)] {
-        let Some(ab) = &run.ab else { continue };
+        let Some(ab) = run.ab() else { continue };
         let seen: Vec<_> = ab
             .rounds
             .iter()
@@ -216,7 +216,7 @@ pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
         }
     }
     out.push('\n');
-    match b.ab.as_ref().and_then(|x| x.verdict.as_ref()) {
+    match b.ab().and_then(|x| x.verdict.as_ref()) {
         Some(v) => out += &verdict_block(a, b, v),
         None => out += "verdict: none (the run did not finish)\n",
     }
@@ -302,13 +302,13 @@ pub fn render(a: &RunRecord, b: &RunRecord, format: crate::config::run::Format) 
                 };
                 serde_json::from_str(&doc).expect("our own JSON parses; this is a bug")
             };
-            let x = b.ab.as_ref();
+            let x = b.ab();
             let doc = serde_json::json!({
                 "ab": {
                     "pair": x.map(|x| x.pair.as_str()),
                     "vary": x.map(|x| x.vary.as_str()),
                     "values": [
-                        a.ab.as_ref().map(|x| x.value.as_str()),
+                        a.ab().map(|x| x.value.as_str()),
                         x.map(|x| x.value.as_str()),
                     ],
                     "expect": x.map(|x| x.expect),

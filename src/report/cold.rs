@@ -266,7 +266,7 @@ struct JsonCold<'a> {
 
 /// The whole stdout rendering of a cold run in `format`.
 pub fn render(run: &RunRecord, format: Format) -> String {
-    let Some(c) = &run.cold else {
+    let Some(c) = run.cold() else {
         return format!("run {} has no cold starts\n", run.id);
     };
     let s = summarize(c);

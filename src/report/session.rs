@@ -234,7 +234,7 @@ fn csv(run: &RunRecord, s: &SessionRecord) -> String {
 
 /// The session in `format` (JSON formats: the whole record).
 pub fn render(run: &RunRecord, format: Format) -> String {
-    let Some(s) = &run.session else {
+    let Some(s) = run.session() else {
         return format!("run {} is not a session\n", run.id);
     };
     let rows: Vec<Vec<String>> = s.steps.iter().map(row).collect();

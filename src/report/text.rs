@@ -10,6 +10,7 @@ use super::columns::{self, IDENTITY};
 use super::layout;
 use super::plural;
 use crate::config::run::Format;
+use crate::record::kind::KindTag;
 use crate::record::summary::{LevelSummary, RunSummary};
 use crate::record::{RunRecord, FORMAT};
 
@@ -212,11 +213,10 @@ pub(crate) fn json_summary(run: &RunRecord, d: &RunSummary) -> String {
 
 /// The full stdout rendering in `format`.
 pub fn render(run: &RunRecord, format: Format) -> String {
-    if run.cold.is_some() {
-        return super::cold::render(run, format);
-    }
-    if run.session.is_some() {
-        return super::session::render(run, format);
+    match run.kind.tag() {
+        KindTag::Cold => return super::cold::render(run, format),
+        KindTag::Session => return super::session::render(run, format),
+        KindTag::Run | KindTag::AbArm | KindTag::Baseline => {}
     }
     let d = run.summary();
     match format {

@@ -116,7 +116,7 @@ fn an_aa_never_claims_a_win_and_both_arms_are_in_the_record() {
     let file = read(std::path::Path::new(o));
     assert_eq!(file.runs.len(), 6, "two arms per ab");
     for pair in file.runs.chunks(2) {
-        let (a, b) = (pair[0].ab.as_ref().unwrap(), pair[1].ab.as_ref().unwrap());
+        let (a, b) = (pair[0].ab().unwrap(), pair[1].ab().unwrap());
         assert_eq!(
             (a.arm.as_str(), b.arm.as_str(), &a.pair),
             ("A", "B", &b.pair)
@@ -177,7 +177,7 @@ fn an_ab_of_engine_budgets_runs_on_one_model_load() {
     );
     assert_eq!(ra.load.seconds, rb.load.seconds, "B shares A's load");
     assert_eq!(rb.config.notes, vec!["quiet room".to_string()]);
-    let s = rb.ab.as_ref().unwrap().rounds[0]
+    let s = rb.ab().unwrap().rounds[0]
         .sentinel
         .as_ref()
         .expect("linux has /proc");
@@ -212,14 +212,14 @@ fn expect_load_samples_a_load_per_measured_round() {
     assert!(support::has(&screen, "load"), "{screen}");
     let file = read(std::path::Path::new(o));
     for run in &file.runs {
-        let rounds = &run.ab.as_ref().unwrap().rounds;
+        let rounds = &run.ab().unwrap().rounds;
         assert_eq!(rounds.len(), 3);
         assert!(
             rounds.iter().all(|r| r.load_s.is_some_and(|s| s > 0.0)),
             "{rounds:?}"
         );
     }
-    let v = file.runs[1].ab.as_ref().unwrap().verdict.as_ref().unwrap();
+    let v = file.runs[1].ab().unwrap().verdict.as_ref().unwrap();
     assert!(v.effect.is_some(), "a load effect from the samples: {v:?}");
 }
 
@@ -242,7 +242,7 @@ fn speculation_and_load_mode_are_variables_and_greedy_output_stays() {
         let screen = ok(&a);
         let file = read(std::path::Path::new(o));
         let b = file.runs.last().unwrap();
-        let v = b.ab.as_ref().unwrap().verdict.as_ref().unwrap();
+        let v = b.ab().unwrap().verdict.as_ref().unwrap();
         assert!(
             v.changed_tasks.iter().all(|t| t.same_output),
             "{vary}: greedy output must not change: {screen}"
@@ -260,7 +260,7 @@ fn speculation_and_load_mode_are_variables_and_greedy_output_stays() {
     a.extend(args(m, wl, o));
     ok(&a);
     let file = read(std::path::Path::new(o));
-    let b = file.runs.last().unwrap().ab.as_ref().unwrap();
+    let b = file.runs.last().unwrap().ab().unwrap();
     assert_eq!((b.vary.as_str(), b.value.as_str()), ("temperature", "0.8"));
     assert_eq!(
         b.drift_allowed.as_deref(),

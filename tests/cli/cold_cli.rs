@@ -69,7 +69,7 @@ fn cold_starts_evict_and_time_every_clock() {
     let run = &file.runs[0];
     assert_eq!(run.status, RunStatus::Complete);
     assert_eq!(run.config.verb, "cold");
-    let cold = run.cold.as_ref().expect("a cold record");
+    let cold = run.cold().expect("a cold record");
     assert_eq!(cold.starts.len(), 4);
     let kinds: Vec<StartKind> = cold.starts.iter().map(|s| s.kind).collect();
     use StartKind::{Cold, Warm};
@@ -160,7 +160,7 @@ fn a_killed_start_is_a_failed_start_kept_in_the_record() {
         "{stdout}"
     );
     let run = &read(&out).runs[0];
-    let cold = run.cold.as_ref().unwrap();
+    let cold = run.cold().unwrap();
     assert_eq!(cold.starts.len(), 2);
     assert!(cold
         .starts
@@ -218,7 +218,7 @@ fn starts_saved(out: &Path) -> usize {
     let file: ResultsFile = serde_json::from_str(&text).expect("the record is always valid JSON");
     file.runs
         .first()
-        .and_then(|r| r.cold.as_ref())
+        .and_then(|r| r.cold())
         .map_or(0, |c| c.starts.len())
 }
 
@@ -256,7 +256,7 @@ fn sigint_kills_the_running_child_and_keeps_the_starts_done() {
     let res = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&res.stderr);
     let run = &read(&out).runs[0];
-    let starts = &run.cold.as_ref().unwrap().starts;
+    let starts = &run.cold().unwrap().starts;
     if starts.len() == 400 {
         return; // the signal came after the last start: nothing to interrupt
     }
@@ -312,7 +312,7 @@ fn a_model_another_process_maps_is_named_and_private_copy_makes_it_cold() {
     assert!(support::has(&stdout, format!("not cold: {me}")), "{stdout}");
     assert!(support::has(&stdout, "--private-copy"), "{stdout}");
     let file_back = read(&out);
-    let start = &file_back.runs[0].cold.as_ref().unwrap().starts[0];
+    let start = &file_back.runs[0].cold().unwrap().starts[0];
     assert_eq!(start.counted, Counted::NotCold);
     let why = start.eviction.as_ref().unwrap().why_not.as_deref().unwrap();
     assert!(why.starts_with(&me), "{why}");
@@ -327,7 +327,7 @@ fn a_model_another_process_maps_is_named_and_private_copy_makes_it_cold() {
         String::from_utf8_lossy(&res.stderr)
     );
     let run = read(&out2).runs.remove(0);
-    let cold = run.cold.unwrap();
+    let cold = run.cold().unwrap();
     assert!(cold.settings.private_copy);
     let s = &cold.starts[0];
     assert_eq!(s.counted, Counted::Cold, "{s:?}");

@@ -67,7 +67,7 @@ fn a_scripted_session_runs_every_step_in_order_with_its_clocks() {
         );
     }
     let run = read(&out).runs.remove(0);
-    let sess = run.session.expect("a session record");
+    let sess = run.session().expect("a session record");
     let kinds: Vec<StepKindTag> = sess.steps.iter().map(|s| s.kind).collect();
     use StepKindTag::*;
     assert_eq!(kinds, [Load, Request, Request, Idle, Request]);
@@ -175,7 +175,8 @@ repeat = 2
         "{}",
         String::from_utf8_lossy(&res.stderr)
     );
-    let sess = read(&out).runs.remove(0).session.unwrap();
+    let run = read(&out).runs.remove(0);
+    let sess = run.session().unwrap();
     let req: Vec<_> = sess
         .steps
         .iter()
@@ -226,7 +227,8 @@ fn an_asked_eviction_that_did_not_take_says_so_and_why() {
         "{}",
         String::from_utf8_lossy(&res.stderr)
     );
-    let load = &read(&out).runs.remove(0).session.unwrap().steps[0];
+    let run = read(&out).runs.remove(0);
+    let load = &run.session().unwrap().steps[0];
     let why = load
         .eviction_failed
         .as_deref()
@@ -327,7 +329,8 @@ fn the_shipped_morning_runs_on_real_weights() {
         "{}",
         String::from_utf8_lossy(&res.stderr)
     );
-    let sess = read(&out).runs.remove(0).session.unwrap();
+    let run = read(&out).runs.remove(0);
+    let sess = run.session().unwrap();
     assert_eq!(sess.steps.len(), 8);
     let loads: Vec<_> = sess
         .steps

@@ -98,8 +98,14 @@ pub(crate) fn without_backtrace(e: candle_core::Error, what: &str) -> candle_cor
 pub enum EngineError {
     #[error("tensor operation failed: {0}")]
     Candle(#[from] candle_core::Error),
+    /// What was asked cannot run as asked (an empty prompt, budgets too small for a request, a
+    /// sequence past the model's positions, a drafter this model cannot use, a chat template
+    /// that fails on the messages): the message names the flag or input to change.
     #[error("{0}")]
-    Invalid(String),
+    Refused(String),
+    /// An invariant of the engine broke: a bug in tokfire, never the user's input.
+    #[error("{0}; this is a bug in tokfire")]
+    Bug(String),
     /// A stop was requested (SIGINT or SIGTERM) between two engine steps.
     #[error("interrupted")]
     Interrupted,

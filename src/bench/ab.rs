@@ -195,7 +195,7 @@ fn skeleton(
 ) -> RunRecord {
     RunRecord {
         id: format!("{pair}-{arm}"),
-        kind: RunKind::AbArm(AbArm {
+        kind: RunKind::AbArm(Box::new(AbArm {
             arm: arm.into(),
             pair: pair.into(),
             vary: plan.vary.clone(),
@@ -205,7 +205,7 @@ fn skeleton(
             drift_allowed: plan.drift_allowed.clone(),
             rounds: Vec::new(),
             verdict: None,
-        }),
+        })),
         ..super::sweep::new_record(cfg.clone(), workload.clone(), command.to_vec())
     }
 }

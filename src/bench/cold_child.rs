@@ -38,7 +38,7 @@ fn start(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
     let text = super::round::render(&loaded, &spec.prompt)?;
     let ids = loaded.tokenizer.encode(&text)?;
     let first = *ids.first().ok_or_else(|| {
-        EngineError::Invalid("the prompt encodes to no tokens; give a non-empty prompt".into())
+        EngineError::Refused("the prompt encodes to no tokens; give a non-empty prompt".into())
     })?;
     warm_up(&loaded.model, first)?;
     let warm_ns = monotonic::now_ns();

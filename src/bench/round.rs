@@ -73,12 +73,12 @@ pub(crate) fn render(loaded: &Loaded, prompt: &Prompt) -> Result<String, EngineE
         Prompt::Raw(text) => Ok(text.clone()),
         Prompt::Chat(messages) => {
             let t = loaded.chat.as_ref().ok_or_else(|| {
-                EngineError::Invalid(
+                EngineError::Refused(
                     "the workload has chat tasks but the model has no chat template; give one with --chat-template FILE, pick a chat model, or use a raw-prompt workload (e.g. --workload code)"
                         .into(),
                 )
             })?;
-            t.render(messages, true).map_err(EngineError::Invalid)
+            t.render(messages, true).map_err(EngineError::Refused)
         }
     }
 }
@@ -123,7 +123,7 @@ impl<'a, 's> Driver<'a, 's> {
             .loaded
             .tokenizer
             .encode(&text)
-            .map_err(|e| EngineError::Invalid(e.to_string()))?;
+            .map_err(|e| EngineError::Refused(e.to_string()))?;
         let limit = active.run.max_tokens();
         let max_new = self.setup.max_tokens.map_or(limit, |cap| cap.min(limit));
         let id = self.next_id;
@@ -147,7 +147,7 @@ impl<'a, 's> Driver<'a, 's> {
             .loaded
             .tokenizer
             .decode(&ids)
-            .map_err(|e| EngineError::Invalid(e.to_string()))?;
+            .map_err(|e| EngineError::Refused(e.to_string()))?;
         let hit_limit = reason == FinishReason::Length;
         let active = self.jobs[job]
             .active

@@ -165,7 +165,7 @@ impl<'m> Engine<'m> {
         k: usize,
     ) -> Result<(), EngineError> {
         if k == 0 {
-            return Err(EngineError::Invalid(
+            return Err(EngineError::Refused(
                 "--spec-k 0 proposes nothing; use at least 1".into(),
             ));
         }
@@ -177,14 +177,14 @@ impl<'m> Engine<'m> {
     /// Queues a request; each gets its own sampler seeded from the config seed and its id.
     pub fn submit(&mut self, r: Request) -> Result<(), EngineError> {
         if r.prompt.is_empty() {
-            return Err(EngineError::Invalid(format!(
+            return Err(EngineError::Refused(format!(
                 "request {}: empty prompt",
                 r.id
             )));
         }
         self.sched
             .submit(r.id, r.prompt.len(), r.max_new)
-            .map_err(EngineError::Invalid)?;
+            .map_err(EngineError::Refused)?;
         let sampling = SamplingConfig {
             seed: self.sampling.seed.wrapping_add(r.id),
             ..self.sampling.clone()
@@ -227,7 +227,7 @@ impl<'m> Engine<'m> {
         let plan_ns = plan_start.elapsed().as_nanos() as u64;
         if plan.items.is_empty() {
             if self.pending() > 0 {
-                return Err(EngineError::Invalid("the scheduler cannot fit any pending request in the budgets; raise --kv-budget or --max-batch-tokens".into()));
+                return Err(EngineError::Refused("the scheduler cannot fit any pending request in the budgets; raise --kv-budget or --max-batch-tokens".into()));
             }
             return Ok(false);
         }
@@ -361,9 +361,8 @@ impl<'m> Engine<'m> {
                     let mut c = self.model.new_cache(s.prompt_len + s.max_new)?;
                     if item.start > 0 {
                         let prefix = self.prefix.as_mut().ok_or_else(|| {
-                            EngineError::Invalid(
-                                "a new cache planned past 0 without a prefix cache; this is a bug"
-                                    .into(),
+                            EngineError::Bug(
+                                "a new cache planned past 0 without a prefix cache".into(),
                             )
                         })?;
                         prefix.fill(&s.tokens, item.start, &mut c)?;

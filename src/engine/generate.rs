@@ -79,7 +79,7 @@ pub fn generate_on(
     mut on_token: impl FnMut(u32, Instant),
 ) -> Result<Generation, EngineError> {
     if prompt.is_empty() {
-        return Err(EngineError::Invalid(
+        return Err(EngineError::Refused(
             "the prompt encodes to no tokens; give a non-empty prompt".into(),
         ));
     }

@@ -33,7 +33,7 @@ impl Embedding {
                 for (&id, dst) in ids.iter().zip(out.chunks_exact_mut(k)) {
                     let id = id as usize;
                     if id >= m.n() {
-                        return Err(EngineError::Invalid(format!(
+                        return Err(EngineError::Refused(format!(
                             "token id {id} is outside the vocabulary of {}",
                             m.n()
                         )));

@@ -39,8 +39,8 @@ impl Model {
     ) -> Result<(Tensor, Tensor), EngineError> {
         match self {
             Self::Llama(m) => m.forward_hidden(inputs, caches),
-            Self::Gemma(_) => Err(EngineError::Invalid(
-                "hidden states are handed out by llama-family models only; this is a bug".into(),
+            Self::Gemma(_) => Err(EngineError::Bug(
+                "hidden states are handed out by llama-family models only".into(),
             )),
         }
     }

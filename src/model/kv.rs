@@ -85,7 +85,7 @@ impl KvCache {
     pub(crate) fn reserve(&mut self, extra: usize) -> Result<(), EngineError> {
         let needed = self.len + extra;
         if needed > self.shape.max_positions {
-            return Err(EngineError::Invalid(format!(
+            return Err(EngineError::Refused(format!(
                 "sequence of {needed} tokens exceeds the model's {} positions",
                 self.shape.max_positions
             )));

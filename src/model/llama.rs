@@ -481,7 +481,7 @@ pub(crate) struct StepPlan {
 impl StepPlan {
     pub(crate) fn new(inputs: &[SeqInput], caches: &[&mut KvCache]) -> Result<Self, EngineError> {
         if inputs.len() != caches.len() || inputs.is_empty() {
-            return Err(EngineError::Invalid(format!(
+            return Err(EngineError::Bug(format!(
                 "{} inputs for {} caches; need one cache per input, at least one",
                 inputs.len(),
                 caches.len()
@@ -495,7 +495,7 @@ impl StepPlan {
         };
         for (input, cache) in inputs.iter().zip(caches) {
             if input.tokens.is_empty() {
-                return Err(EngineError::Invalid(
+                return Err(EngineError::Bug(
                     "a sequence in the step has no tokens".into(),
                 ));
             }

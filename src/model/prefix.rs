@@ -219,8 +219,8 @@ impl PrefixCache {
         let ids = self.index.matched(tokens);
         let whole = n.div_ceil(BLOCK_TOKENS);
         if ids.len() < whole || cache.len() != 0 {
-            return Err(EngineError::Invalid(format!(
-                "prefix cache: {n} tokens planned for reuse but {} cached; this is a bug",
+            return Err(EngineError::Bug(format!(
+                "prefix cache: {n} tokens planned for reuse but {} cached",
                 ids.len() * BLOCK_TOKENS
             )));
         }

@@ -17,7 +17,7 @@ pub enum RunKind {
     /// `tokfire run` or `sweep` (`config.verb` says which).
     Run,
     /// One arm of a `tokfire ab`.
-    AbArm(AbArm),
+    AbArm(Box<AbArm>),
     /// `tokfire cold`: every start with its page-cache state and clocks.
     Cold(ColdRecord),
     /// `tokfire session`: every step with what the person waited for.
@@ -92,7 +92,7 @@ impl Serialize for RunKind {
         WireOut {
             kind: self.tag(),
             ab: match self {
-                Self::AbArm(a) => Some(a),
+                Self::AbArm(a) => Some(&**a),
                 _ => None,
             },
             cold: match self {
@@ -131,7 +131,7 @@ fn resolve(w: WireIn) -> Result<RunKind, String> {
         ));
     }
     let kind = match (w.kind, w.ab, w.cold, w.session) {
-        (None | Some(KindTag::AbArm), Some(a), None, None) => RunKind::AbArm(a),
+        (None | Some(KindTag::AbArm), Some(a), None, None) => RunKind::AbArm(Box::new(a)),
         (None | Some(KindTag::Cold), None, Some(c), None) => RunKind::Cold(c),
         (None | Some(KindTag::Session), None, None, Some(s)) => RunKind::Session(s),
         (None | Some(KindTag::Run), None, None, None) => RunKind::Run,

@@ -132,8 +132,24 @@ fn wrap_line(line: &str, width: usize, out: &mut String) {
     }
 }
 
+/// Units a number keeps on its line (`1.2 %` is never split into `1.2` and `%`).
+const UNITS: [&str; 9] = ["%", "s", "ms", "B", "kB", "MB", "GB", "tok/s", "x"];
+
+/// Whether the space at `i` sits between a number and its unit.
+fn glued(line: &[char], i: usize) -> bool {
+    if i == 0 || !line[i - 1].is_ascii_digit() {
+        return false;
+    }
+    let word: String = line[i + 1..]
+        .iter()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | ';' | ')' | ']'))
+        .collect();
+    UNITS.contains(&word.as_str())
+}
+
 /// Where to cut `line` so the part before fits `room`: after the last `; ` in the second half of
-/// the room, else at the last space (never inside the leading indent).
+/// the room, else at the last space that does not part a number from its unit (never inside the
+/// leading indent).
 fn break_at(line: &[char], room: usize) -> Option<usize> {
     let lead = line.iter().take_while(|c| **c == ' ').count();
     let window = &line[..=room.min(line.len() - 1)];
@@ -145,7 +161,7 @@ fn break_at(line: &[char], room: usize) -> Option<usize> {
     }
     (lead + 1..window.len())
         .rev()
-        .find(|&i| window[i] == ' ')
+        .find(|&i| window[i] == ' ' && !glued(line, i))
         .filter(|&i| line[lead..i].iter().any(|c| *c != ' '))
 }
 

@@ -61,3 +61,13 @@ fn a_word_longer_than_the_width_is_left_whole() {
     let w = wrap(&"x".repeat(120), 100);
     assert_eq!(w, "x".repeat(120));
 }
+
+#[test]
+fn a_number_keeps_its_unit_on_its_line() {
+    // Without the rule the cut falls between "1.2" and "%" (the last space that fits).
+    let line = format!("verdict: {} spread A 1.2 %, B 2.6 %", "w".repeat(30));
+    let w = wrap(&line, 52);
+    assert!(w.lines().all(|l| !l.trim_start().starts_with('%')), "{w}");
+    assert!(w.contains("1.2 %"), "{w}");
+    assert!(w.lines().all(|l| l.chars().count() <= 52), "{w}");
+}

@@ -80,8 +80,8 @@ pub fn drafter_with<'m>(
         SpecMethod::Lookup => Some(Box::new(lookup::Lookup::new(cfg.ngram.0, cfg.ngram.1))),
         SpecMethod::Draft { model } => {
             let draft = draft.ok_or_else(|| {
-                EngineError::Invalid(format!(
-                    "--spec draft:{model}: the draft model was not loaded; this is a bug"
+                EngineError::Bug(format!(
+                    "--spec draft:{model}: the draft model was not loaded"
                 ))
             })?;
             Some(Box::new(
@@ -91,14 +91,14 @@ pub fn drafter_with<'m>(
         SpecMethod::Mtp => Some(Box::new(mtp::MtpDrafter::new(target)?)),
         &SpecMethod::LayerSkip { layers } => {
             let Some(target) = target.as_llama() else {
-                return Err(EngineError::Invalid(format!(
+                return Err(EngineError::Refused(format!(
                     "--spec layerskip:{layers}: layer-skip drafting runs on the llama family; this model is {}: use --spec lookup or --spec none",
                     target.arch()
                 )));
             };
             let total = target.cfg.layers;
             if layers >= total {
-                return Err(EngineError::Invalid(format!(
+                return Err(EngineError::Refused(format!(
                     "--spec layerskip:{layers}: the model has {total} layers; draft with fewer, e.g. --spec layerskip:{}",
                     (total / 2).max(1)
                 )));

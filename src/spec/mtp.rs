@@ -71,7 +71,7 @@ pub fn block_bytes(path: &Path, dtype: WeightDType) -> Result<u64, ModelError> {
 }
 
 fn missing(name: &str, what: &str) -> EngineError {
-    EngineError::Invalid(format!(
+    EngineError::Refused(format!(
         "--spec mtp: --model {name} has no multi-token-prediction layers ({what}); checkpoints of {FAMILIES} carry them; use --spec layerskip:L, --spec lookup or --spec draft:MODEL"
     ))
 }
@@ -87,7 +87,7 @@ pub fn check(name: &str, path: &ModelPath) -> Result<(), EngineError> {
             ),
         )),
         ModelPath::Gguf(p) => {
-            let (arch, n) = nextn_layers(p).map_err(|e| EngineError::Invalid(e.to_string()))?;
+            let (arch, n) = nextn_layers(p).map_err(|e| EngineError::Refused(e.to_string()))?;
             if n == 0 {
                 return Err(missing(
                     name,

@@ -39,7 +39,7 @@ pub fn same_vocabulary(
         draft.inner().get_vocab(true),
     );
     let differ = |what: String| {
-        Err(EngineError::Invalid(format!(
+        Err(EngineError::Refused(format!(
             "--spec draft:{draft_name}: its vocabulary differs from the target's (--model {target_name}): {what}; a draft model must share the target's token table (e.g. the same model family in another size or storage), or use --spec lookup or --spec layerskip:L"
         )))
     };

@@ -161,3 +161,43 @@ pub fn hold_mapped(path: &Path) -> memmap2::Mmap {
     std::hint::black_box(map.iter().step_by(4096).map(|b| *b as u64).sum::<u64>());
     map
 }
+
+/// `report` renders the last run of `out` in every format with its kind's own content: text and
+/// Markdown name every string of `must`, CSV has a header and rows, both JSON formats parse and
+/// the full one says `kind`; the HTML page is written for runs (`html`) or refused by name.
+pub fn every_format(out: &Path, kind: &str, must: &[&str], html: bool) {
+    let o = out.to_str().unwrap();
+    for format in ["text", "md"] {
+        let s = ok(&["report", o, "--format", format]);
+        fits_100(&s);
+        for m in must {
+            assert!(has(&s, m), "{kind} as {format} lacks {m:?}:\n{s}");
+        }
+    }
+    let csv = ok(&["report", o, "--format", "csv"]);
+    assert!(csv.lines().count() >= 2, "{kind} as csv:\n{csv}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&["report", o, "--format", "json"]))
+        .unwrap_or_else(|e| panic!("{kind} as json: {e}"));
+    assert!(!json.is_null());
+    let full: serde_json::Value =
+        serde_json::from_str(&ok(&["report", o, "--format", "json-full"])).unwrap();
+    let run = full.get("runs").map_or(&full, |r| &r[r.as_array().unwrap().len() - 1]);
+    assert_eq!(run["kind"], kind, "json-full of a {kind} run");
+    let page = out.with_extension("page.html");
+    let res = tokfire()
+        .args(["report", o, "--html", page.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    match html {
+        true => {
+            assert!(res.status.success(), "{kind} --html: {stderr}");
+            let p = std::fs::read_to_string(&page).unwrap();
+            assert!(p.contains("<html") || p.contains("<!DOCTYPE"), "{kind} page");
+        }
+        false => {
+            assert!(!res.status.success() && !page.exists(), "{kind} --html must refuse");
+            assert!(has(&stderr, "has no HTML page yet"), "{stderr}");
+        }
+    }
+}

@@ -127,9 +127,7 @@ impl Llama {
         caches: &mut [&mut KvCache],
     ) -> Result<(Tensor, Tensor), EngineError> {
         let Some(m) = &self.nextn else {
-            return Err(EngineError::Invalid(
-                "the model has no nextn block; this is a bug".into(),
-            ));
+            return Err(EngineError::Bug("the model has no nextn block".into()));
         };
         crate::kernels::pool::install(|| self.nextn_here(m, inputs, caches))
     }
@@ -151,8 +149,8 @@ impl Llama {
         let plan = StepPlan::new(&seqs, caches)?;
         for (cache, input) in caches.iter_mut().zip(inputs) {
             if input.hidden.dims() != [input.tokens.len(), self.cfg.hidden] {
-                return Err(EngineError::Invalid(format!(
-                    "nextn input: hidden rows {:?} for {} tokens; this is a bug",
+                return Err(EngineError::Bug(format!(
+                    "nextn input: hidden rows {:?} for {} tokens",
                     input.hidden.dims(),
                     input.tokens.len()
                 )));

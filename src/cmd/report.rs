@@ -55,7 +55,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.html {
         let run = runs.last().expect("select returns at least one run");
-        let page = html_page(run)?;
+        let page = html_page(&file.runs, run)?;
         write_file(path, &page)?;
         eprintln!("HTML report written to {}", path.display());
     }
@@ -112,22 +112,25 @@ fn items<'a>(all: &'a [RunRecord], selected: &[&'a RunRecord]) -> Vec<Item<'a>> 
     out
 }
 
-/// The HTML page of a `run`/`sweep` record; other kinds are refused by name rather than written
-/// as an empty page.
-fn html_page(run: &RunRecord) -> anyhow::Result<String> {
-    let kind = match run.kind.tag() {
-        KindTag::Cold => Some("cold starts"),
-        KindTag::Session => Some("a session"),
+/// The HTML page of a run, by its kind: the charted page of a `run`/`sweep`, the plain page of
+/// cold starts, a session or an A/B pair (an arm without its pair in the file is refused: a page
+/// of one arm would hide the other and the verdict).
+fn html_page(all: &[RunRecord], run: &RunRecord) -> anyhow::Result<String> {
+    let kind_says = "the kind says so; this is a bug";
+    match run.kind.tag() {
+        KindTag::Cold => return Ok(crate::report::cold::html(run).expect(kind_says)),
+        KindTag::Session => return Ok(crate::report::session::html(run).expect(kind_says)),
         KindTag::AbArm => {
-            Some("one arm of an A/B (a page of one arm would hide the other and the verdict)")
+            return match items(all, &[run]).pop() {
+                Some(Item::Pair(a, b)) => Ok(crate::report::ab::html(a, b)),
+                _ => Err(anyhow::anyhow!(
+                    "--html: run {} is one arm of an A/B whose other arm is not in this file; a \
+                     page of one arm would hide the other and the verdict",
+                    run.id
+                )),
+            }
         }
-        KindTag::Run | KindTag::Baseline => None,
-    };
-    if let Some(kind) = kind {
-        anyhow::bail!(
-            "--html: run {} is {kind}, which has no HTML page yet; use --format text, md, csv or json",
-            run.id
-        );
+        KindTag::Run | KindTag::Baseline => {}
     }
     let d = run.summary();
     let (headers, rows) = text::sheet_cells(&d.levels);

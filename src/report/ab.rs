@@ -223,6 +223,27 @@ pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
     super::layout::wrap(&out, super::layout::WIDTH)
 }
 
+/// The HTML page of an A/B pair: the decision in one sentence, then the `ab` screen itself.
+pub fn html(a: &RunRecord, b: &RunRecord) -> String {
+    let lead = match b.ab().and_then(|x| x.verdict.as_ref()) {
+        Some(v) => format!("{}: {}", v.decision, v.reason),
+        None => "No verdict: the A/B did not finish.".into(),
+    };
+    let title = format!(
+        "A/B {} · {}",
+        b.ab().map_or("", |x| x.vary.as_str()),
+        a.config.model.model
+    );
+    super::html_plain::page(
+        &title,
+        &lead,
+        vec![(
+            "Arms and verdict",
+            vec![super::html_plain::Block::Pre(screen(a, b))],
+        )],
+    )
+}
+
 /// Two runs' sheets side by side: per job count both runs measured, each figure old → new and
 /// the ratio (levels are matched by job count, never by position); a level only one run has is
 /// named, not compared.

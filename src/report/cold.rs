@@ -264,6 +264,59 @@ struct JsonCold<'a> {
     summary: &'a ColdSummary,
 }
 
+/// The one sentence a cold record comes down to: exec to first token, cold and warm.
+fn lead(s: &ColdSummary) -> String {
+    let first = |g: &crate::record::cold::GroupSummary| {
+        g.clocks
+            .iter()
+            .find(|c| c.clock == "first token")
+            .and_then(|c| c.median_s)
+            .map(|m| (m, g.starts))
+    };
+    match (first(&s.cold), first(&s.warm)) {
+        (Some((c, n)), Some((w, m))) => format!(
+            "From exec to the first token: {c:.3} s on a cold page cache, {w:.3} s warm \
+             (medians of {} and {}).",
+            super::plural(n, "start"),
+            super::plural(m, "start")
+        ),
+        (Some((c, n)), None) => format!(
+            "From exec to the first token: {c:.3} s on a cold page cache (median of {}); no warm \
+             start finished.",
+            super::plural(n, "start")
+        ),
+        (None, Some((w, m))) => format!(
+            "From exec to the first token: {w:.3} s warm (median of {}); no start counted as \
+             cold.",
+            super::plural(m, "start")
+        ),
+        (None, None) => "No start reached its first token.".into(),
+    }
+}
+
+/// The HTML page of a cold run: the lead, the clocks side by side, every start, the notes.
+pub fn html(run: &RunRecord) -> Option<String> {
+    use super::html_plain::{cells, page, Block};
+    let c = run.cold()?;
+    let s = summarize(c);
+    let (h, rows) = side_by_side(&s);
+    let starts: Vec<Vec<String>> = c.starts.iter().map(start_row).collect();
+    let title = format!("cold starts · {}", run.config.model.model);
+    let head = super::layout::wrap(
+        &format!("{}\nstatus: {}", header(run, c), run.status.label()),
+        super::layout::WIDTH,
+    );
+    Some(page(
+        &title,
+        &lead(&s),
+        vec![
+            ("Clocks", vec![Block::Pre(head), cells(&h, &rows)]),
+            ("Starts", vec![cells(&START_HEADERS, &starts)]),
+            ("Notes", vec![Block::Pre(notes(run, c, &s))]),
+        ],
+    ))
+}
+
 /// The whole stdout rendering of a cold run in `format`.
 pub fn render(run: &RunRecord, format: Format) -> String {
     let Some(c) = run.cold() else {

@@ -1,7 +1,7 @@
 //! The HTML report: one self-contained page for one run (no network, scripts, fonts or images;
 //! inline CSS; well-formed XML, so it parses as XHTML too). It opens with the run's one-sentence
 //! verdict and the throughput chart, then the results sheet, the prefill and decode speeds, the
-//! prefix cache (when on), the verdict with each level's checks nested under it, the run's
+//! prefix cache (when on), speculation against its baseline (when on), the verdict with each level's checks nested under it, the run's
 //! identity, and SVG plots computed from the record's raw samples of the measured rounds
 //! (warm-up rounds are left out). Every figure that has a name in the sheet comes from the
 //! stored summary, never derived again here; the plots draw the raw samples behind them:
@@ -47,11 +47,12 @@ const WIDTH: f64 = 1200.0;
 /// what one page can show); tasks of jobs past the last lane are left out.
 const MAX_LANES: usize = 512;
 
-const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1240px}
+pub(super) const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1240px}
 h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:28px 0 8px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px}
 th{background:#f2f2f2;text-align:left}td{font-variant-numeric:tabular-nums}
 table.meta th{width:140px}ul.verdict{font-size:14px}p.lead{font-size:16px;margin:4px 0 12px}
+pre{font-size:13px;background:#fafafa;border:1px solid #ddd;padding:8px}
 svg.plot{display:block;margin:12px 0 24px;background:#fff;border:1px solid #ddd}
 svg text{font-family:system-ui,sans-serif}
 .title{font-size:15px;font-weight:600;fill:#222}.legend,.tick{font-size:12px;fill:#333}
@@ -96,6 +97,12 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
         let (headers, rows) = super::prefix::cells(&d.levels);
         let _ = write!(out, "<h2>Prefix cache</h2>\n<p>{}</p>\n", esc(&budget));
         out.push_str(&table(&SheetTable { headers, rows }));
+    }
+    let spec = super::baseline::section(run, &d);
+    if !spec.trim().is_empty() {
+        // The text screen's speculation block: flags, speedups against the baseline, acceptance.
+        let text = super::layout::wrap(spec.trim_end(), super::layout::WIDTH);
+        let _ = writeln!(out, "<h2>Speculation</h2>\n<pre>{}</pre>", esc(&text));
     }
     out.push_str("<h2>Verdict</h2>\n");
     out.push_str(&verdict_list(verdict));
@@ -213,7 +220,7 @@ fn meta(run: &RunRecord, d: &crate::record::summary::RunSummary) -> String {
 }
 
 /// The sheet as an HTML table.
-fn table(sheet: &SheetTable) -> String {
+pub(super) fn table(sheet: &SheetTable) -> String {
     let mut out = String::from("<table class=\"sheet\">\n<thead><tr>");
     for h in &sheet.headers {
         let _ = write!(out, "<th>{}</th>", esc(h));
@@ -222,7 +229,7 @@ fn table(sheet: &SheetTable) -> String {
     for row in &sheet.rows {
         out.push_str("<tr>");
         for cell in row {
-            let _ = write!(out, "<td>{}</td>", esc(cell));
+            let _ = write!(out, "<td>{}</td>", esc(&super::layout::glue_units(cell)));
         }
         out.push_str("</tr>\n");
     }

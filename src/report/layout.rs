@@ -147,6 +147,18 @@ fn glued(line: &[char], i: usize) -> bool {
     UNITS.contains(&word.as_str())
 }
 
+/// `text` with every space between a number and its unit made non-breaking (for HTML cells,
+/// which the browser wraps).
+pub(crate) fn glue_units(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    (0..chars.len())
+        .map(|i| match chars[i] == ' ' && glued(&chars, i) {
+            true => '\u{a0}',
+            false => chars[i],
+        })
+        .collect()
+}
+
 /// Where to cut `line` so the part before fits `room`: after the last `; ` in the second half of
 /// the room, else at the last space that does not part a number from its unit (never inside the
 /// leading indent).

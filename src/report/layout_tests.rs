@@ -71,3 +71,11 @@ fn a_number_keeps_its_unit_on_its_line() {
     assert!(w.contains("1.2 %"), "{w}");
     assert!(w.lines().all(|l| l.chars().count() <= 52), "{w}");
 }
+
+#[test]
+fn units_are_glued_to_their_numbers_for_html_cells() {
+    assert_eq!(
+        glue_units("0.154 s, 98.4 MB, 3 jobs, 12 %"),
+        "0.154\u{a0}s, 98.4\u{a0}MB, 3 jobs, 12\u{a0}%"
+    );
+}

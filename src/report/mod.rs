@@ -7,6 +7,7 @@ pub(crate) mod clocks;
 pub mod cold;
 pub(crate) mod columns;
 pub mod html;
+pub(crate) mod html_plain;
 pub(crate) mod html_sched;
 pub(crate) mod inspect;
 pub(crate) mod layout;

@@ -232,6 +232,33 @@ fn csv(run: &RunRecord, s: &SessionRecord) -> String {
     out
 }
 
+/// The HTML page of a session: the whole wait in one sentence, every step, the totals.
+pub fn html(run: &RunRecord) -> Option<String> {
+    use super::html_plain::{cells, page, Block};
+    let s = run.session()?;
+    let rows: Vec<Vec<String>> = s.steps.iter().map(row).collect();
+    let t = totals(s);
+    let lead = format!(
+        "The person waited {:.3} s in all ({:.3} s loading and warming up, {:.3} s for first \
+         tokens) and watched answers for {:.3} s, over a session of {:.3} s.",
+        t.waiting_s, t.loading_s, t.ttft_s, t.generating_s, t.wall_s
+    );
+    let title = format!("session {} · {}", s.session.name, s.session.source);
+    let head = format!(
+        "{} · status {}",
+        super::plural(s.steps.len(), "step"),
+        run.status.label()
+    );
+    Some(page(
+        &title,
+        &lead,
+        vec![
+            ("Steps", vec![Block::Pre(head), cells(&HEADERS, &rows)]),
+            ("Totals", vec![Block::Pre(notes(s))]),
+        ],
+    ))
+}
+
 /// The session in `format` (JSON formats: the whole record).
 pub fn render(run: &RunRecord, format: Format) -> String {
     let Some(s) = run.session() else {

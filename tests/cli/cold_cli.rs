@@ -144,7 +144,7 @@ fn cold_starts_evict_and_time_every_clock() {
         5,
         "a header and 4 starts"
     );
-    support::every_format(&out, "cold", &["cold median", "first token"], false);
+    support::every_format(&out, "cold", &["cold median", "first token"]);
 }
 
 #[test]

@@ -95,7 +95,7 @@ fn a_scripted_session_runs_every_step_in_order_with_its_clocks() {
     }
     assert_eq!(run.config.verb, "session");
 
-    support::every_format(&out, "session", &["TTFT", "waiting"], false);
+    support::every_format(&out, "session", &["TTFT", "waiting"]);
     // `report --format csv`: a header, then one row per step with its clocks as numbers.
     let csv = tokfire()
         .args(["report", out.to_str().unwrap(), "--format", "csv"])

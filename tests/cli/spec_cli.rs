@@ -101,7 +101,11 @@ fn a_speculative_run_keeps_an_interleaved_baseline_and_reports_the_speedup() {
     let drafter = run.drafter.as_ref().unwrap();
     assert_eq!((drafter.spec.as_str(), drafter.weight_bytes), ("lookup", 0));
 
-    support::every_format(std::path::Path::new(o), "run", &["against --spec none", "tokens per verify"], true);
+    support::every_format(
+        std::path::Path::new(o),
+        "run",
+        &["against --spec none", "tokens per verify"],
+    );
     // CSV carries the speedup columns.
     let res = tokfire()
         .args(["report", o, "--format", "csv"])

@@ -40,10 +40,11 @@ impl ConfigError {
 /// Loading a model: finding, fetching, parsing and building weights and tokenizer.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    #[error("{path}: {source}")]
+    /// The OS error is part of the message, not a separate source, so it is said once.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: not a GGUF file (magic bytes {magic:?}); pass a .gguf file, a model directory with config.json, or a manifest name")]
     NotGguf { path: PathBuf, magic: String },
@@ -65,10 +66,10 @@ pub enum ModelError {
     Invalid { path: PathBuf, detail: String },
     #[error("fetching '{name}' failed: {detail}")]
     Fetch { name: String, detail: String },
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Candle {
         what: String,
-        source: candle_core::Error,
+        error: candle_core::Error,
     },
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -118,7 +119,7 @@ impl ModelError {
     pub fn candle(what: impl Into<String>) -> impl FnOnce(candle_core::Error) -> Self {
         let what = what.into();
         move |source| Self::Candle {
-            source: without_backtrace(source, &what),
+            error: without_backtrace(source, &what),
             what,
         }
     }
@@ -126,7 +127,7 @@ impl ModelError {
     /// Wraps an I/O error with the path it concerns.
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
-        move |source| Self::Io { path, source }
+        move |error| Self::Io { path, error }
     }
 }
 

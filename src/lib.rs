@@ -10,6 +10,7 @@ pub mod cmd;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod files;
 pub(crate) mod fmt;
 pub mod kernels;
 pub mod measure;

@@ -7,7 +7,8 @@ fn main() {
     let cli = tokfire::cli::Cli::parse();
     candle_threads(cli.threads());
     if let Err(err) = tokfire::run(cli) {
-        eprintln!("{}", tokfire::report::wrap(&format!("Error: {err:#}")));
+        let text = tokfire::report::wrap(&format!("Error: {err:#}"));
+        eprintln!("{}", tokfire::report::terminal_safe(&text));
         std::process::exit(tokfire::cmd::exit_code(&err));
     }
 }

@@ -24,7 +24,7 @@ pub(crate) fn profile_path(out: &Path) -> PathBuf {
 
 /// The saved profile beside `out`, if there is one that parses.
 pub(crate) fn load_profile(out: &Path) -> Option<Profile> {
-    let text = std::fs::read_to_string(profile_path(out)).ok()?;
+    let text = crate::files::read_text(&profile_path(out), crate::files::MAX_INPUT_BYTES).ok()?;
     serde_json::from_str(&text).ok()
 }
 

@@ -86,19 +86,25 @@ fn progress_line(s: &StartRecord) -> String {
     line + &why
 }
 
+/// Longest `--timeout` of one start, seconds (a day).
+const MAX_TIMEOUT_S: f64 = 86_400.0;
+/// Most `--repeat` (each a cold and a warm start, in fresh processes).
+const MAX_REPEAT: usize = 1000;
+
 /// Validates the arguments into a plan.
 fn plan(args: &ColdArgs) -> anyhow::Result<ColdPlan> {
-    if args.repeat == 0 {
+    if args.repeat == 0 || args.repeat > MAX_REPEAT {
         return Err(ConfigError::flag(
             "--repeat",
-            "0",
-            "at least 1 cold start (5 or more for a median)",
+            args.repeat.to_string(),
+            format!("1 to {MAX_REPEAT} cold starts (5 or more for a median)"),
         )
         .into());
     }
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= MAX_TIMEOUT_S) {
         let v = args.timeout.to_string();
-        return Err(ConfigError::flag("--timeout", v, "seconds above 0, e.g. 120").into());
+        let why = format!("seconds above 0 and at most {MAX_TIMEOUT_S} (a day), e.g. 120");
+        return Err(ConfigError::flag("--timeout", v, why).into());
     }
     if args.max_tokens == Some(0) {
         return Err(ConfigError::flag("--max-tokens", "0", "must be at least 1").into());

@@ -216,6 +216,14 @@ fn pick<'a>(
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+    if !(0.0..1.0).contains(&args.min_effect) {
+        return Err(crate::error::ConfigError::flag(
+            "--min-effect",
+            args.min_effect.to_string(),
+            "a fraction from 0 to below 1, e.g. 0.03 for 3 %",
+        )
+        .into());
+    }
     let old_file = io::read(&args.old)?;
     let new_file = io::read(&args.new)?;
     let same = args.old == args.new;
@@ -226,9 +234,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         same && args.new_run.is_none(),
     )?;
     let new = pick(&args.new, &new_file, args.new_run.as_deref(), false)?;
-    print!(
-        "{}",
-        render(old, new, args.expect, args.min_effect, args.force)?
-    );
+    let out = render(old, new, args.expect, args.min_effect, args.force)?;
+    print!("{}", crate::report::terminal_safe(&out));
     Ok(())
 }

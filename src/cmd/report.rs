@@ -9,6 +9,9 @@ use crate::record::{io, RunRecord};
 use crate::report::text;
 
 pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.html {
+        crate::config::run::check_output("--html", path)?;
+    }
     let file = io::read(&args.record)?;
     let runs = io::select(&args.record, &file, args.run.as_deref(), args.all)?;
     let items = items(&file.runs, &runs);
@@ -44,13 +47,14 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join("\n"),
     };
-    print!("{out}");
+    print!("{}", crate::report::terminal_safe(&out));
     if args.profile {
         for r in runs
             .iter()
             .filter(|r| !matches!(r.kind.tag(), KindTag::Cold | KindTag::Session))
         {
-            print!("\n{}", crate::report::profile::screen(r));
+            let screen = crate::report::profile::screen(r);
+            print!("\n{}", crate::report::terminal_safe(&screen));
         }
     }
     if let Some(path) = &args.html {

@@ -32,21 +32,16 @@ pub fn run(args: RerunArgs) -> anyhow::Result<()> {
         finished: &mut finished,
     };
     let new = crate::bench::sweep::run(&cfg, command, hooks)?;
-    print!(
-        "{}",
-        crate::report::text::render(&new, crate::config::run::Format::Text)
-    );
-    println!();
-    print!(
-        "{}",
-        super::compare::render(
+    let out = crate::report::text::render(&new, crate::config::run::Format::Text)
+        + "\n"
+        + &super::compare::render(
             &old,
             &new,
             args.expect,
             crate::record::ab::DEFAULT_MIN_EFFECT,
-            true
-        )?
-    );
+            true,
+        )?;
+    print!("{}", crate::report::terminal_safe(&out));
     eprintln!(
         "rerun of {} appended to {} as {}",
         old.id,

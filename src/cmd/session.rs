@@ -16,6 +16,10 @@ use crate::report;
 use crate::workload::session::{Session, StepKind};
 use crate::workload::{Criteria, Workload, WorkloadError};
 
+/// Largest `--time-scale`: idle gaps ten times longer than scripted (a day's gap, the longest a
+/// script may have, then sleeps ten days).
+const MAX_TIME_SCALE: f64 = 10.0;
+
 pub(crate) fn run(args: SessionArgs) -> anyhow::Result<()> {
     let plan = plan(&args)?;
     let command: Vec<String> = std::env::args().collect();
@@ -62,20 +66,25 @@ fn progress_line(s: &StepRecord) -> String {
 
 /// Validates the arguments and the script into a plan.
 fn plan(args: &SessionArgs) -> anyhow::Result<SessionPlan> {
-    if !(args.time_scale.is_finite() && args.time_scale >= 0.0) {
+    if !(args.time_scale.is_finite() && (0.0..=MAX_TIME_SCALE).contains(&args.time_scale)) {
         let v = args.time_scale.to_string();
         return Err(ConfigError::flag(
             "--time-scale",
             v,
-            "a factor ≥ 0 for the idle gaps, e.g. 0.01 (1 = real time)",
+            format!(
+                "a factor from 0 to {MAX_TIME_SCALE} for the idle gaps, e.g. 0.01 (1 = real time)"
+            ),
         )
         .into());
     }
     let source = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file).map_err(|source| WorkloadError::Io {
-        path: args.file.clone(),
-        source,
-    })?;
+    let text =
+        crate::files::read_text(&args.file, crate::files::MAX_INPUT_BYTES).map_err(|error| {
+            WorkloadError::Io {
+                path: args.file.clone(),
+                error,
+            }
+        })?;
     let s = crate::workload::session::parse(&text, &source)?;
     let mut model = super::base_config("", args.cache_dir.clone());
     model.device = DeviceSpec::parse(&args.device)?;

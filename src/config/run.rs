@@ -9,6 +9,11 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ModelConfig, RuntimeConfig, SamplingConfig};
 use crate::error::ConfigError;
 
+/// Most jobs in one level.
+pub(crate) const MAX_JOBS: usize = 4096;
+/// Most measured (or warm-up) rounds per level.
+pub(crate) const MAX_ROUNDS: usize = 100_000;
+
 /// Rounds below this need `--allow-few-rounds`.
 pub(crate) const MIN_ROUNDS: usize = 3;
 
@@ -182,6 +187,20 @@ pub struct RunConfig {
     pub quiet_wait_s: f64,
 }
 
+/// An output file `flag` names: its folder exists and the path is not a special file, checked
+/// before any work (a trace is first written after round 1).
+pub(crate) fn check_output(flag: &str, path: &std::path::Path) -> Result<(), ConfigError> {
+    let bad = |reason: String| ConfigError::flag(flag, path.display().to_string(), reason);
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(dir) = folder.filter(|d| !d.is_dir()) {
+        return Err(bad(format!(
+            "its folder {} does not exist; create it or pick another path",
+            dir.display()
+        )));
+    }
+    crate::files::check_writable(path).map_err(|e| bad(e.to_string()))
+}
+
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
 }
@@ -210,6 +229,9 @@ impl RunConfig {
                 "--spec mtp drafts from the target's hidden state of every prompt token, which a reused prefix never computes; use --prefix-cache off with --spec mtp, or another --spec",
             ));
         }
+        if let Some(t) = &self.trace {
+            check_output("--trace", t)?;
+        }
         if !(0.0..=MAX_QUIET_WAIT_S).contains(&self.quiet_wait_s) {
             return Err(ConfigError::flag(
                 "--quiet-wait",
@@ -236,6 +258,24 @@ impl RunConfig {
                 "--jobs",
                 v,
                 "every level needs at least 1 job, e.g. --jobs 1,2,3",
+            ));
+        }
+        if let Some(&j) = self.jobs.iter().find(|&&j| j > MAX_JOBS) {
+            return Err(ConfigError::flag(
+                "--jobs",
+                j.to_string(),
+                format!("at most {MAX_JOBS} jobs per level: each is a client of one engine here"),
+            ));
+        }
+        if self.rounds > MAX_ROUNDS || self.warmup_rounds > MAX_ROUNDS {
+            let (flag, n) = match self.rounds > MAX_ROUNDS {
+                true => ("--rounds", self.rounds),
+                false => ("--warmup", self.warmup_rounds),
+            };
+            return Err(ConfigError::flag(
+                flag,
+                n.to_string(),
+                format!("at most {MAX_ROUNDS} rounds per level"),
             ));
         }
         if self.rounds == 0 {

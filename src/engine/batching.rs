@@ -182,6 +182,16 @@ impl<'m> Engine<'m> {
                 r.id
             )));
         }
+        let positions = self.model.kv_shape().max_positions;
+        if r.prompt.len() > positions {
+            // Refused before any of it is prefilled.
+            return Err(EngineError::Refused(format!(
+                "request {}: a prompt of {} tokens is longer than the model's context of {positions} \
+                 positions; shorten the prompt or use a model with a longer context",
+                r.id,
+                r.prompt.len()
+            )));
+        }
         self.sched
             .submit(r.id, r.prompt.len(), r.max_new)
             .map_err(EngineError::Refused)?;

@@ -14,6 +14,9 @@ thread_local! {
     static LEVEL: Cell<Option<Level>> = const { Cell::new(None) };
 }
 
+/// Stack of every worker, bytes (what Linux gives a main thread).
+const WORKER_STACK_BYTES: usize = 8 << 20;
+
 /// A thread pool and the kernel level its workers run at.
 pub struct Runtime {
     pool: rayon::ThreadPool,
@@ -36,6 +39,9 @@ impl Runtime {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("tokfire-{i}"))
+            // A main thread's stack: loading and rendering a chat template recurse as deep on a
+            // worker as they would on the main thread (rayon's default is 2 MiB).
+            .stack_size(WORKER_STACK_BYTES)
             .start_handler(move |_| LEVEL.with(|l| l.set(Some(level))))
             .build()
             .map_err(|e| format!("could not start {threads} worker threads: {e}"))?;

@@ -56,7 +56,8 @@ impl LlamaConfig {
 
     /// Reads a Hugging Face `config.json`.
     pub(crate) fn from_hf_json(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(ModelError::io(path))?;
+        let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES)
+            .map_err(ModelError::io(path))?;
         let hf: HfConfig = serde_json::from_str(&text).map_err(|e| ModelError::Invalid {
             path: path.to_path_buf(),
             detail: format!("not a llama-family config.json: {e}"),
@@ -189,7 +190,8 @@ impl GemmaConfig {
 
     /// Reads a Hugging Face Gemma 3 `config.json` (`model_type` `gemma3_text`).
     pub fn from_hf_json(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(ModelError::io(path))?;
+        let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES)
+            .map_err(ModelError::io(path))?;
         let bad = |detail: String| ModelError::Invalid {
             path: path.to_path_buf(),
             detail,
@@ -283,7 +285,7 @@ struct HfGemma {
 
 /// The `model_type` of a `config.json`, if it has one.
 pub fn hf_model_type(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v["model_type"].as_str().map(str::to_string)
 }

@@ -30,3 +30,63 @@ fn bos_and_eos_are_available() {
     let t = ChatTemplate::new("{{ bos_token }}|{{ eos_token }}", "<s>", "</s>").unwrap();
     assert_eq!(t.render(&[], false).unwrap(), "<s>|</s>");
 }
+
+#[test]
+fn a_template_nested_fifty_thousand_deep_is_refused_without_overflowing() {
+    // On a worker of a runtime, as a load runs in `run`.
+    let rt = crate::kernels::Runtime::new(1, crate::kernels::detect()).unwrap();
+    let deep = |n: usize| "{% if true %}".repeat(n) + &"{% endif %}".repeat(n);
+    let err = rt
+        .install(|| ChatTemplate::new(&deep(50_000), "", ""))
+        .err()
+        .unwrap();
+    assert!(err.contains("bytes, more than"), "{err}");
+    let err = rt
+        .install(|| ChatTemplate::new(&deep(10_000), "", ""))
+        .err()
+        .unwrap();
+    assert!(err.contains("does not compile"), "{err}");
+    assert!(rt.install(|| ChatTemplate::new(&deep(100), "", "")).is_ok());
+}
+
+#[test]
+fn a_render_that_never_ends_or_grows_without_end_is_refused_at_load() {
+    let forever =
+        "{% for i in range(100000) %}{% for j in range(100000) %}{{ i }}{% endfor %}{% endfor %}";
+    let doubling = "{% set s = namespace(v='xx') %}{% for i in range(64) %}{% set s.v = s.v ~ s.v %}{% endfor %}{{ s.v }}";
+    let recursive = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}";
+    for (name, src) in [
+        ("loop", forever),
+        ("doubling", doubling),
+        ("recursion", recursive),
+    ] {
+        let t0 = std::time::Instant::now();
+        let err = ChatTemplate::new(src, "", "")
+            .err()
+            .unwrap_or_else(|| panic!("{name} loaded"));
+        assert!(err.contains("exceeds its bounds"), "{name}: {err}");
+        assert!(
+            t0.elapsed().as_secs_f64() < 10.0,
+            "{name} took {:?}",
+            t0.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_real_template_renders_a_long_conversation_within_its_budget() {
+    let t = ChatTemplate::new(CHATML, "<|im_start|>", "<|im_end|>").unwrap();
+    let turn = "a sentence of a long answer, ".repeat(40);
+    let msgs: Vec<Message> = (0..200)
+        .map(|i| Message::new(if i % 2 == 0 { "user" } else { "assistant" }, &turn))
+        .collect();
+    let out = t.render(&msgs, true).unwrap();
+    assert!(out.len() > 200 * turn.len());
+}
+
+#[test]
+fn a_huge_template_source_is_refused_by_size() {
+    let big = "x".repeat(MAX_SOURCE_BYTES + 1);
+    let err = ChatTemplate::new(&big, "", "").err().unwrap();
+    assert!(err.contains("bytes, more than"), "{err}");
+}

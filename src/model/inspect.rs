@@ -201,12 +201,15 @@ pub(crate) fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
             .or_insert(0) += 1;
         parameters += view.shape().iter().product::<usize>() as u64;
     }
-    let template = std::fs::read_to_string(dir.join("tokenizer_config.json"))
-        .ok()
-        .and_then(|t| {
-            let v: serde_json::Value = serde_json::from_str(&t).ok()?;
-            v["chat_template"].as_str().map(str::to_string)
-        });
+    let template = crate::files::read_text(
+        &dir.join("tokenizer_config.json"),
+        crate::files::MAX_INPUT_BYTES,
+    )
+    .ok()
+    .and_then(|t| {
+        let v: serde_json::Value = serde_json::from_str(&t).ok()?;
+        v["chat_template"].as_str().map(str::to_string)
+    });
     Ok(ModelReport {
         path: ModelPath::Safetensors(dir.into()),
         architecture: cfg.arch.clone(),

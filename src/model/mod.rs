@@ -91,7 +91,7 @@ pub(crate) fn resolve(cfg: &ModelConfig) -> Result<ModelPath, ModelError> {
     if spec.contains('/') || spec.ends_with(".gguf") {
         return Err(ModelError::Io {
             path: path.to_path_buf(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"),
+            error: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory"),
         });
     }
     Err(ConfigError::UnknownModel {
@@ -262,7 +262,8 @@ fn load_dir(
 
 /// A chat template read from `file` (`--chat-template`), for a model without one.
 pub fn template_file(file: &Path, tok: &Tokenizer) -> Result<ChatTemplate, ModelError> {
-    let src = std::fs::read_to_string(file).map_err(ModelError::io(file))?;
+    let src = crate::files::read_text(file, crate::files::MAX_INPUT_BYTES)
+        .map_err(ModelError::io(file))?;
     chat_template(file, &src, tok)
 }
 
@@ -281,7 +282,8 @@ fn chat_template(path: &Path, src: &str, tok: &Tokenizer) -> Result<ChatTemplate
 
 /// `bos_token_id` and `eos_token_id` of a `config.json` (the first id when a list).
 fn special_ids(config: &Path) -> Result<(Option<u32>, Option<u32>), ModelError> {
-    let text = std::fs::read_to_string(config).map_err(ModelError::io(config))?;
+    let text = crate::files::read_text(config, crate::files::MAX_INPUT_BYTES)
+        .map_err(ModelError::io(config))?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ModelError::Invalid {
         path: config.into(),
         detail: e.to_string(),
@@ -302,7 +304,7 @@ fn special_ids(config: &Path) -> Result<(Option<u32>, Option<u32>), ModelError> 
 /// `chat_template` from `tokenizer_config.json`, when it is a plain string.
 fn read_chat_template(dir: &Path) -> Result<Option<String>, ModelError> {
     let path = dir.join("tokenizer_config.json");
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Ok(text) = crate::files::read_text(&path, crate::files::MAX_INPUT_BYTES) else {
         return Ok(None);
     };
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ModelError::Invalid {

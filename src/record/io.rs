@@ -63,7 +63,7 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> RecordError + '_ {
 
 /// Loads a results file (any schema up to [`FORMAT`]).
 pub(crate) fn read(path: &Path) -> Result<ResultsFile, RecordError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::files::read_text(path, crate::files::MAX_RECORD_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(RecordError::NotFound {

@@ -23,6 +23,21 @@ pub fn wrap(text: &str) -> String {
     layout::wrap(text, layout::WIDTH)
 }
 
+/// `text` safe to print on a terminal: control characters other than newline and tab (an escape
+/// sequence stored in a record could move the cursor, retitle the window or hide lines) become
+/// U+FFFD. What the tool prints from records goes through this.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    match text.chars().any(bad) {
+        false => std::borrow::Cow::Borrowed(text),
+        true => text
+            .chars()
+            .map(|c| if bad(c) { '\u{fffd}' } else { c })
+            .collect::<String>()
+            .into(),
+    }
+}
+
 pub(crate) use crate::fmt::{bytes, duration, fixed, percent, plural, secs};
 
 #[cfg(test)]

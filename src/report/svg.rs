@@ -85,11 +85,15 @@ impl Scale {
     }
 }
 
+/// Most decimals a tick label shows.
+const MAX_DECIMALS: usize = 9;
+
 /// Roughly `n` round tick values covering `[lo, hi]`, and the decimals their labels need.
 /// The first tick is ≤ `lo` and the last ≥ `hi`, so a domain set from them holds all data.
 pub(crate) fn nice_ticks(lo: f64, hi: f64, n: usize) -> (Vec<f64>, usize) {
     let lo = if lo.is_finite() { lo } else { 0.0 };
-    let hi = if hi.is_finite() && hi > lo {
+    // A span too narrow to divide (a crafted record's subnormal values) plots as a span of 1.
+    let hi = if hi.is_finite() && hi - lo > 1e-9 * lo.abs().max(1.0) {
         hi
     } else {
         lo + 1.0
@@ -104,7 +108,7 @@ pub(crate) fn nice_ticks(lo: f64, hi: f64, n: usize) -> (Vec<f64>, usize) {
     let first = (lo / step).floor() * step;
     let count = ((hi - first) / step).ceil().max(1.0) as usize;
     let ticks = (0..=count).map(|i| first + i as f64 * step).collect();
-    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    let decimals = ((-step.log10().floor()).max(0.0) as usize).min(MAX_DECIMALS);
     (ticks, decimals)
 }
 

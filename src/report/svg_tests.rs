@@ -37,3 +37,21 @@ fn ticks_are_round_and_cover_the_data() {
     let (t, _) = nice_ticks(0.0, 0.0, 5);
     assert!(t.len() >= 2 && t.iter().all(|v| v.is_finite()));
 }
+
+#[test]
+fn crafted_spans_give_finite_ticks_and_short_labels() {
+    for (lo, hi) in [
+        (0.0, 5e-324),
+        (1.0, 1.0 + 1e-15),
+        (f64::NAN, f64::INFINITY),
+        (-1e300, 1e300),
+    ] {
+        let (ticks, decimals) = nice_ticks(lo, hi, 5);
+        assert!(
+            !ticks.is_empty() && ticks.iter().all(|t| t.is_finite()),
+            "{lo} {hi}: {ticks:?}"
+        );
+        assert!(decimals <= 9, "{lo} {hi}: {decimals}");
+        assert!(ticks.len() < 100, "{lo} {hi}: {} ticks", ticks.len());
+    }
+}

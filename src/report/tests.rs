@@ -20,3 +20,20 @@ fn units() {
     assert_eq!(duration(Duration::from_micros(1500)), "1.5 ms");
     assert_eq!(duration(Duration::from_millis(2500)), "2.50 s");
 }
+
+#[test]
+fn escape_sequences_from_a_record_never_reach_the_terminal() {
+    let s = "model \u{1b}]0;pwned\u{7}\u{1b}[2J name\u{9b}x\r\nnext\tline";
+    let safe = super::terminal_safe(s);
+    assert!(
+        !safe
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{safe:?}"
+    );
+    assert!(safe.contains("\nnext\tline"));
+    assert!(matches!(
+        super::terminal_safe("plain\n"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}

@@ -10,10 +10,11 @@ pub enum WorkloadError {
     #[error("unknown workload '{name}': not a builtin name nor an existing .toml file; builtins: {known}")]
     Unknown { name: String, known: String },
     /// The file could not be read.
-    #[error("{path}: {source}")]
+    /// The OS error is part of the message, not a separate source, so it is said once.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not valid TOML or does not fit the schema; the message carries line and key.
     #[error("{source_name}: {message}")]

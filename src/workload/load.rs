@@ -44,9 +44,11 @@ pub fn load(name_or_path: &str) -> Result<Workload, WorkloadError> {
             known: builtin_names().join(", "),
         });
     }
-    let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
-        path: path.to_path_buf(),
-        source,
+    let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES).map_err(|error| {
+        WorkloadError::Io {
+            path: path.to_path_buf(),
+            error,
+        }
     })?;
     let mut lock = Lock::embedded();
     let beside = path
@@ -54,10 +56,13 @@ pub fn load(name_or_path: &str) -> Result<Workload, WorkloadError> {
         .unwrap_or(Path::new("."))
         .join("workloads.lock");
     if beside.is_file() {
-        let lock_text = std::fs::read_to_string(&beside).map_err(|source| WorkloadError::Io {
-            path: beside.clone(),
-            source,
-        })?;
+        let lock_text =
+            crate::files::read_text(&beside, crate::files::MAX_INPUT_BYTES).map_err(|error| {
+                WorkloadError::Io {
+                    path: beside.clone(),
+                    error,
+                }
+            })?;
         lock.merge(Lock::parse(&lock_text, &beside.display().to_string())?);
     }
     parse(&text, &path.display().to_string(), &lock)

@@ -25,6 +25,9 @@ use super::schema::Prompt;
 use crate::config::WeightDType;
 use crate::model::chat::Message;
 
+/// Largest `max_tokens` of a request step (beyond any model's context).
+const MAX_TOKENS: usize = 1 << 20;
+
 /// Output limit of a request step without `max_tokens`.
 pub const DEFAULT_MAX_TOKENS: usize = 32;
 /// The longest idle gap accepted, seconds (a day).
@@ -191,8 +194,8 @@ fn step_kind(s: FileStep, src: &str, key: &str) -> Result<StepKind, WorkloadErro
     }
     let max_tokens = s.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     let repeat = s.repeat.unwrap_or(1);
-    if max_tokens == 0 {
-        return Err(bad("max_tokens must be at least 1".into()));
+    if max_tokens == 0 || max_tokens > MAX_TOKENS {
+        return Err(bad(format!("max_tokens must be 1 to {MAX_TOKENS}")));
     }
     if repeat == 0 || repeat > MAX_REPEAT {
         return Err(bad(format!("repeat must be 1 to {MAX_REPEAT}")));
@@ -286,7 +289,8 @@ impl Session {
 
 /// `seconds × scale` as a duration.
 pub fn scaled(seconds: f64, scale: f64) -> Duration {
-    Duration::from_secs_f64((seconds * scale).max(0.0))
+    // Bounded where the flag is parsed; saturating here, never a panic.
+    Duration::try_from_secs_f64((seconds * scale).max(0.0)).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]

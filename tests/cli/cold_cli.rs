@@ -174,7 +174,7 @@ fn bad_flags_are_clear_errors() {
     let dir = disk_dir();
     let (res, _) = run_cold(dir.path(), &["--repeat", "0"]);
     assert_eq!(res.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&res.stderr).contains("--repeat 0: at least 1 cold start"));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("--repeat 0: 1 to 1000 cold starts"));
     let (res, _) = run_cold(dir.path(), &["--timeout", "0"]);
     assert!(String::from_utf8_lossy(&res.stderr).contains("--timeout"));
 }

@@ -12,6 +12,7 @@ mod bench_cli;
 mod chat_template_cli;
 mod cli;
 mod cold_cli;
+mod hostile_cli;
 mod prefix_cli;
 mod results_cli;
 mod session_cli;

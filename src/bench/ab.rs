@@ -399,7 +399,8 @@ fn rounds(
 /// Loads the arm's model once more and drops it: one sample of the warm load clock, taken before
 /// the round so its memory and time stay out of the round's figures.
 fn load_sample(cfg: &RunConfig, rt: &Runtime) -> Result<f64, BenchError> {
-    let loaded = rt.install(|| crate::model::load(&cfg.model))?;
+    let _in = rt.enter();
+    let loaded = crate::model::load(&cfg.model)?;
     Ok(loaded.load_time.as_secs_f64())
 }
 

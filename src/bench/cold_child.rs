@@ -28,10 +28,11 @@ pub struct ChildSpec {
 /// Runs one start; `main_ns` is the moment `main` began (taken by the caller, first thing).
 pub fn run(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
     let rt = super::runtime::start(&spec.runtime)?;
-    rt.install(|| start(spec, main_ns))
+    let _in = rt.enter();
+    start(spec, main_ns)
 }
 
-/// Load, warm-up and the prompt, on the runtime's workers.
+/// Load, warm-up and the prompt (model steps on the entered runtime's workers).
 fn start(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
     let loaded = crate::model::load(&spec.model)?;
     let loaded_ns = monotonic::now_ns();

@@ -34,15 +34,16 @@ pub struct SessionPlan {
     pub time_scale: f64,
 }
 
-/// Runs the plan on its runtime's workers, calling `progress` after every step; returns the
-/// saved record.
+/// Runs the plan (model steps on its runtime's workers), calling `progress` after every step;
+/// returns the saved record.
 pub fn run(
     plan: &SessionPlan,
     command: Vec<String>,
     progress: impl FnMut(&StepRecord) + Send,
 ) -> Result<RunRecord, BenchError> {
     let rt = super::runtime::start(&plan.config.runtime)?;
-    rt.install(|| steps(plan, command, progress))
+    let _in = rt.enter();
+    steps(plan, command, progress)
 }
 
 fn steps(

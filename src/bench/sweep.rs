@@ -160,8 +160,8 @@ pub(crate) fn prepare(
     let file_refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
     let page_cache = pagecache::residency(&file_refs);
     let disk_before = memory::disk_read_bytes();
-    // On the runtime's workers, as the rounds: the load's parallel sections get its threads.
-    let loaded = rt.install(|| model::load(&cfg.model))?;
+    let _in = rt.enter();
+    let loaded = model::load(&cfg.model)?;
     record.load = LoadClock {
         seconds: loaded.load_time.as_secs_f64(),
         page_cache,
@@ -259,7 +259,8 @@ pub(crate) fn measured_round(
     let disk = memory::disk_read_bytes();
     let e0 = energy.and_then(EnergyMeter::read_uj);
     let seen = crate::measure::sentinel::Snapshot::take();
-    let mut out = setup.runtime.install(|| run_round(setup, jobs, progress))?;
+    let _in = setup.runtime.enter();
+    let mut out = run_round(setup, jobs, progress)?;
     out.record.sentinel = Some(seen.until(&crate::measure::sentinel::Snapshot::take()));
     out.record.disk_read_bytes = disk.zip(memory::disk_read_bytes()).map(|(a, b)| b - a);
     out.record.energy_j = match (energy, e0, energy.and_then(EnergyMeter::read_uj)) {

@@ -19,10 +19,11 @@ pub(crate) fn run(args: GenerateArgs) -> anyhow::Result<()> {
     sampling.validate()?;
     let rt = crate::bench::runtime::start(&runtime)?;
     let info = crate::bench::runtime::info(&runtime, cfg.device);
-    rt.install(|| generate_on(&args, &cfg, &info, sampling))
+    let _in = rt.enter();
+    generate_on(&args, &cfg, &info, sampling)
 }
 
-/// Loads, generates and prints, on the runtime's workers.
+/// Loads, generates and prints (model steps on the entered runtime's workers).
 fn generate_on(
     args: &GenerateArgs,
     cfg: &crate::config::ModelConfig,

@@ -1,5 +1,5 @@
 //! Parallel sections: how many workers the current pool has, and running a model step on a
-//! worker (of the caller's [`super::Runtime`], else of rayon's global pool).
+//! worker (of the runtime the caller entered, else of rayon's global pool).
 
 /// Threads the kernels use: the current runtime's workers, else rayon's global pool's.
 pub fn threads() -> usize {
@@ -13,6 +13,10 @@ pub(crate) fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     if rayon::current_thread_index().is_some() {
         return f();
     }
+    let f = match super::runtime::on_entered(f) {
+        Ok(out) => return out,
+        Err(f) => f,
+    };
     let mut out = None;
     rayon::scope(|_| out = Some(f()));
     out.expect("the scope ran the closure; this is a bug")

@@ -175,6 +175,20 @@ fn one_start(
 ) -> Option<StartRecord> {
     let mut cmd = Command::new(exe);
     cmd.args(["cold-child", "--spec", spec_json]);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only prctl(2), async-signal-safe, runs between fork and exec. A child dies
+        // with this process (killed with -9, say) instead of running on as an orphan.
+        unsafe {
+            cmd.pre_exec(
+                || match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                },
+            );
+        }
+    }
     let mut start = StartRecord {
         index: 0,
         kind: StartKind::Cold,

@@ -32,6 +32,13 @@ pub enum BenchError {
         out: std::path::PathBuf,
         source: Box<BenchError>,
     },
+    /// `tokfire session` stopped by a signal between two steps (or in an idle gap).
+    #[error("interrupted by {signal}; {} kept in {out}, marked interrupted", steps_kept(*.steps))]
+    StepsInterrupted {
+        signal: String,
+        out: std::path::PathBuf,
+        steps: usize,
+    },
     /// `tokfire cold` stopped by a signal: the running child was killed and left out.
     #[error("interrupted by {signal}: the running child was killed and its start left out; {} kept in {out}, marked interrupted", starts_kept(*.starts))]
     StartsInterrupted {
@@ -58,6 +65,14 @@ fn rounds_kept(n: usize) -> String {
         0 => "no round had finished; the run is".into(),
         1 => "the 1 round it finished is".into(),
         n => format!("the {n} rounds it finished are"),
+    }
+}
+
+fn steps_kept(n: usize) -> String {
+    match n {
+        0 => "no step had finished; the session is".into(),
+        1 => "the 1 step it finished is".into(),
+        n => format!("the {n} steps it finished are"),
     }
 }
 

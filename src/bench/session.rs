@@ -4,6 +4,7 @@
 //! slept for `seconds × time_scale` — and keeps every step in the record, saved after each.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::error::BenchError;
@@ -36,19 +37,25 @@ pub struct SessionPlan {
 
 /// Runs the plan (model steps on its runtime's workers), calling `progress` after every step;
 /// returns the saved record.
+///
+/// Once `stop` holds a signal number the session stops between two steps (or in an idle gap);
+/// a failing step ends it. Either way every finished step (and repetition) stays in the record,
+/// marked interrupted or failed with the reason.
 pub fn run(
     plan: &SessionPlan,
     command: Vec<String>,
+    stop: Option<&AtomicUsize>,
     progress: impl FnMut(&StepRecord) + Send,
 ) -> Result<RunRecord, BenchError> {
     let rt = super::runtime::start(&plan.config.runtime)?;
     let _in = rt.enter();
-    steps(plan, command, progress)
+    steps(plan, command, stop, progress)
 }
 
 fn steps(
     plan: &SessionPlan,
     command: Vec<String>,
+    stop: Option<&AtomicUsize>,
     mut progress: impl FnMut(&StepRecord),
 ) -> Result<RunRecord, BenchError> {
     let writer = RecordWriter::open(&plan.config.out)?;
@@ -66,9 +73,21 @@ fn steps(
     writer.save(&record)?;
     let start = Instant::now();
     let mut state = State::default();
+    let signal = || stop.map_or(0, |s| s.load(Ordering::Relaxed));
+    let mut result = Ok(());
     for (i, step) in plan.session.steps.iter().enumerate() {
+        if signal() != 0 {
+            result = Err(BenchError::Engine(EngineError::Interrupted));
+            break;
+        }
         let seen = crate::measure::sentinel::Snapshot::take();
-        let mut entries = run_step(plan, i, &step.kind, step.line, start, &mut state)?;
+        let mut entries = Vec::new();
+        let ctx = StepCtx {
+            plan,
+            start,
+            signal: &signal,
+        };
+        result = run_step(&ctx, i, &step.kind, step.line, &mut state, &mut entries);
         // Idle steps are the person's own time: what the machine did then is not our concern.
         if !matches!(step.kind, StepKind::Idle { .. }) {
             // One reading per step, on its first entry (repeats share the step's window).
@@ -76,16 +95,63 @@ fn steps(
                 e.sentinel = Some(seen.until(&crate::measure::sentinel::Snapshot::take()));
             }
         }
+        // What finished is kept, even when the step then failed or was interrupted.
         for e in entries {
             let s = record.session_mut().expect("set above; this is a bug");
             s.steps.push(e.clone());
             writer.save(&record)?;
             progress(&e);
         }
+        if result.is_err() {
+            break;
+        }
     }
-    record.status = RunStatus::Complete;
+    let kept = record.session().map_or(0, |s| s.steps.len());
+    let out = plan.config.out.clone();
+    record.status = match &result {
+        Ok(()) => RunStatus::Complete,
+        Err(BenchError::Engine(EngineError::Interrupted)) => RunStatus::Interrupted {
+            signal: super::sweep::signal_name(signal()),
+        },
+        Err(e) => RunStatus::Failed {
+            error: e.to_string(),
+        },
+    };
     writer.save(&record)?;
-    Ok(record)
+    match result {
+        Ok(()) => Ok(record),
+        Err(BenchError::Engine(EngineError::Interrupted)) => Err(BenchError::StepsInterrupted {
+            signal: super::sweep::signal_name(signal()),
+            out,
+            steps: kept,
+        }),
+        Err(e) => Err(BenchError::Saved {
+            out,
+            source: Box::new(e),
+        }),
+    }
+}
+
+/// What every step shares: the plan, the session's start and the stop signal (0: none).
+struct StepCtx<'a> {
+    plan: &'a SessionPlan,
+    start: Instant,
+    signal: &'a dyn Fn() -> usize,
+}
+
+/// Sleeps `d`, waking every 50 ms to see whether a stop was asked; false when it was.
+fn sleep_unless_stopped(d: std::time::Duration, signal: &dyn Fn() -> usize) -> bool {
+    let end = Instant::now() + d;
+    loop {
+        let now = Instant::now();
+        if signal() != 0 {
+            return false;
+        }
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(std::time::Duration::from_millis(50)));
+    }
 }
 
 /// What carries from one step to the next: the model in memory, its prefix cache and the
@@ -102,15 +168,17 @@ struct State {
     history: Vec<Message>,
 }
 
-/// The step's entries (one per repetition of a request).
+/// Runs one step, pushing its entries (one per repetition of a request) to `out` as each
+/// finishes, so a failure or a stop keeps those before it.
 fn run_step(
-    plan: &SessionPlan,
+    ctx: &StepCtx<'_>,
     i: usize,
     kind: &StepKind,
     line: usize,
-    start: Instant,
     state: &mut State,
-) -> Result<Vec<StepRecord>, BenchError> {
+    out: &mut Vec<StepRecord>,
+) -> Result<(), BenchError> {
+    let (plan, start) = (ctx.plan, ctx.start);
     let at = || start.elapsed().as_secs_f64();
     match kind {
         StepKind::Load {
@@ -132,15 +200,20 @@ fn run_step(
             e.warmup_s = Some(warm);
             state.prefix = prefix_cache(&plan.config, &l)?;
             state.loaded = Some(l);
-            Ok(vec![e])
+            out.push(e);
+            Ok(())
         }
         StepKind::Idle { seconds } => {
             let mut e = StepRecord::new(i, line, StepKindTag::Idle, "idle".into(), at());
             let t = Instant::now();
-            std::thread::sleep(scaled(*seconds, plan.time_scale));
+            let slept = sleep_unless_stopped(scaled(*seconds, plan.time_scale), ctx.signal);
             e.idle_script_s = Some(*seconds);
             e.idle_s = Some(t.elapsed().as_secs_f64());
-            Ok(vec![e])
+            out.push(e);
+            match slept {
+                true => Ok(()),
+                false => Err(BenchError::Engine(EngineError::Interrupted)),
+            }
         }
         StepKind::Request {
             label,
@@ -153,8 +226,11 @@ fn run_step(
                 .as_ref()
                 .expect("the first step loads a model (checked when parsing); this is a bug");
             let turn = (label == "chat").then(|| with_history(prompt, &state.history));
-            let mut out: Vec<StepRecord> = Vec::with_capacity(*repeat);
+            let first = out.len();
             for r in 0..*repeat {
+                if r > 0 && (ctx.signal)() != 0 {
+                    return Err(BenchError::Engine(EngineError::Interrupted));
+                }
                 let mut e = StepRecord::new(i, line, StepKindTag::Request, label.clone(), at());
                 e.repeat = r;
                 e.earlier_turns = turn.as_ref().map(|_| state.history.len() / 2);
@@ -163,14 +239,14 @@ fn run_step(
                 out.push(e);
             }
             // A repeated turn is the same question asked again; the conversation keeps it once.
-            if let (Prompt::Chat(msgs), Some(last)) = (prompt, out.last()) {
+            if let (Prompt::Chat(msgs), Some(last)) = (prompt, out[first..].last()) {
                 if turn.is_some() {
                     let asked = msgs.iter().filter(|m| m.role != "system").cloned();
                     state.history.extend(asked);
                     state.history.push(Message::new("assistant", &last.output));
                 }
             }
-            Ok(out)
+            Ok(())
         }
     }
 }

@@ -106,6 +106,7 @@ pub(crate) fn signal_name(n: usize) -> String {
     match n as i32 {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
         n => format!("signal {n}"),
     }
 }

@@ -139,14 +139,15 @@ pub(super) fn append_log(
     writer.append_log(&report::wrap(&text)).map(|_| ())
 }
 
-/// SIGINT and SIGTERM set the returned flag to the signal number (the run then stops between
-/// two engine steps and saves what it has); a second one ends the process at once.
+/// SIGINT, SIGTERM and SIGHUP (the terminal closed) set the returned flag to the signal number
+/// (the run then stops between two engine steps and saves what it has); a second one ends the
+/// process at once.
 pub(super) fn stop_on_signals() -> anyhow::Result<Arc<AtomicUsize>> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::flag;
     let stop = Arc::new(AtomicUsize::new(0));
     let again = Arc::new(AtomicBool::new(false));
-    for sig in [SIGINT, SIGTERM] {
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
         flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&again))?;
         flag::register(sig, Arc::clone(&again))?;
         flag::register_usize(sig, Arc::clone(&stop), sig as usize)?;

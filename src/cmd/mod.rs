@@ -41,8 +41,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// Ctrl-C), else 1.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     use crate::bench::error::BenchError;
-    if let Some(BenchError::Interrupted { .. } | BenchError::StartsInterrupted { .. }) =
-        err.downcast_ref()
+    if let Some(
+        BenchError::Interrupted { .. }
+        | BenchError::StartsInterrupted { .. }
+        | BenchError::StepsInterrupted { .. },
+    ) = err.downcast_ref()
     {
         return 130;
     }

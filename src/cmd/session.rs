@@ -24,7 +24,8 @@ pub(crate) fn run(args: SessionArgs) -> anyhow::Result<()> {
     let plan = plan(&args)?;
     let command: Vec<String> = std::env::args().collect();
     let total = plan.session.steps.len();
-    let record = session::run(&plan, command, |s| {
+    let stop = super::bench::stop_on_signals()?;
+    let record = session::run(&plan, command, Some(&stop), |s| {
         eprintln!(
             "{}",
             report::wrap(&format!(

@@ -162,14 +162,33 @@ fn write_atomic(path: &Path, file: &ResultsFile) -> Result<(), RecordError> {
     std::fs::create_dir_all(&dir).map_err(write_err(path))?;
     let tmp = dir.join(format!(".{}.{}.tmp", file_name(path), std::process::id()));
     let json = serde_json::to_vec_pretty(file).expect("records serialize; this is a bug");
-    let mut f = File::create(&tmp).map_err(write_err(path))?;
-    f.write_all(&json)
-        .and_then(|_| f.sync_all())
-        .map_err(write_err(path))?;
+    let written = File::create(&tmp).and_then(|mut f| {
+        f.write_all(&json)?;
+        f.sync_all()
+    });
+    if let Err(e) = written {
+        // A full disk leaves no partial temp file behind.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(write_err(path)(e));
+    }
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         write_err(path)(e)
     })
+}
+
+/// The file `path` names after following symbolic links (a dangling link names its target), so
+/// a record kept through a link is rewritten where it lives and the link stays a link.
+fn through_links(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    // A bound on hops, as the kernel's (40), so a loop of links ends.
+    for _ in 0..40 {
+        match std::fs::read_link(&p) {
+            Ok(target) => p = parent(&p).join(target),
+            Err(_) => return p,
+        }
+    }
+    p
 }
 
 fn parent(path: &Path) -> PathBuf {
@@ -220,6 +239,7 @@ impl RecordWriter {
     /// Checks now that `path` is a results file (or absent) and its directory writable, so a bad
     /// `--out` fails before any work.
     pub(crate) fn open(path: &Path) -> Result<Self, RecordError> {
+        let path = &through_links(path);
         let _lock = lock(path)?;
         let existing = read_or_empty(path)?;
         write_atomic(path, &existing)?;
@@ -231,7 +251,7 @@ impl RecordWriter {
     /// A writer for `path` that checks nothing (for the text log of a run already recorded).
     pub(crate) fn at(path: &Path) -> Self {
         Self {
-            path: path.to_path_buf(),
+            path: through_links(path),
         }
     }
 

@@ -190,3 +190,83 @@ fn escape_sequences_in_a_record_never_reach_the_terminal() {
         assert!(s.contains("evil"), "{format}: the rest of the name is kept");
     }
 }
+
+#[test]
+fn a_session_stopped_by_a_signal_keeps_its_finished_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let script = dir.path().join("s.toml");
+    let text = format!(
+        "name = \"s\"\n[[step]]\nload = \"{}\"\n[[step]]\nraw = \"once\"\nmax_tokens = 3\n\
+         [[step]]\nidle = \"10m\"\n[[step]]\nraw = \"never\"\n",
+        m.display()
+    );
+    std::fs::write(&script, text).unwrap();
+    let out = dir.path().join("s.json");
+    let mut child = support::spawn(&[
+        "session",
+        script.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    // Wait until the request step is saved: the session then sits in its 10-minute gap.
+    let steps = || -> usize {
+        std::fs::read_to_string(&out)
+            .ok()
+            .and_then(|t| serde_json::from_str::<tokfire::record::ResultsFile>(&t).ok())
+            .and_then(|f| {
+                f.runs
+                    .first()
+                    .and_then(|r| r.session().map(|s| s.steps.len()))
+            })
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while steps() < 2 {
+        assert!(Instant::now() < deadline && child.try_wait().unwrap().is_none());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on our own child's pid. SIGHUP: the terminal went away.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let t0 = Instant::now();
+    let res = child.wait_with_output().unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "the idle gap is not slept out"
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(130), "{stderr}");
+    assert!(support::has(&stderr, "interrupted by SIGHUP"), "{stderr}");
+    let run = &support::read(&out).runs[0];
+    assert_eq!(
+        run.status,
+        tokfire::record::RunStatus::Interrupted {
+            signal: "SIGHUP".into()
+        }
+    );
+    let kept = &run.session().unwrap().steps;
+    assert_eq!(kept.len(), 3, "load, request and the cut-short idle gap");
+    assert!(kept[2].idle_s.unwrap() < 60.0);
+}
+
+#[test]
+fn a_record_kept_through_a_symlink_is_written_where_it_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let real_dir = dir.path().join("store");
+    std::fs::create_dir(&real_dir).unwrap();
+    let link = dir.path().join("latest.json");
+    std::os::unix::fs::symlink(real_dir.join("r.json"), &link).unwrap();
+    let mut a = vec!["run", "--jobs", "1", "--rounds", "1", "--allow-few-rounds"];
+    a.extend(args(
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        link.to_str().unwrap(),
+    ));
+    support::ok(&a);
+    assert!(
+        link.symlink_metadata().unwrap().file_type().is_symlink(),
+        "the link stays a link"
+    );
+    assert_eq!(support::read(&real_dir.join("r.json")).runs.len(), 1);
+}

@@ -18,6 +18,9 @@ pub fn run(args: RerunArgs) -> anyhow::Result<()> {
     let file = io::read(&args.record)?;
     let old = io::select(&args.record, &file, args.run.as_deref(), false)?[0].clone();
     let cfg = config(&args, &old)?;
+    // What will run, said before it runs: the record is someone's data, not an instruction.
+    let plan = crate::report::wrap(&what_runs(&old, &cfg));
+    eprintln!("{}", crate::report::terminal_safe(&plan));
     let command: Vec<String> = std::env::args().collect();
     let stop = super::bench::stop_on_signals()?;
     let mut progress = Progress::stderr();
@@ -49,6 +52,29 @@ pub fn run(args: RerunArgs) -> anyhow::Result<()> {
         new.id
     );
     Ok(())
+}
+
+/// One paragraph: the run repeated and the settings it runs with, then where it came from.
+fn what_runs(old: &RunRecord, cfg: &RunConfig) -> String {
+    let jobs: Vec<String> = cfg.jobs.iter().map(|j| j.to_string()).collect();
+    format!(
+        "rerun of {}: tokfire {} · workload {} · model {} · jobs {} · {} + {} warm-up · \
+         --threads {} · --kernels {} · --spec {} · out {}\n(stored command: {})",
+        old.id,
+        cfg.verb,
+        cfg.workload,
+        cfg.model.model,
+        jobs.join(","),
+        crate::fmt::plural(cfg.rounds, "measured round"),
+        cfg.warmup_rounds,
+        cfg.runtime
+            .threads
+            .map_or("default".into(), |t| t.to_string()),
+        cfg.runtime.kernels_flag(),
+        cfg.spec.method.label(),
+        cfg.out.display(),
+        command_line(&old.command)
+    )
 }
 
 /// The stored run's configuration, checked as if typed again: refused for record kinds `rerun`

@@ -104,6 +104,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError>
     }
     let mut file: ResultsFile =
         serde_json::from_value(value).map_err(|e| not(format!("schema {version}: {e}")))?;
+    check_stored(&file).map_err(not)?;
     for run in &mut file.runs {
         // A nested baseline is one by its place (records before schema 3 did not say so).
         if let Some(b) = run.baseline.as_mut() {
@@ -121,6 +122,30 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError>
         }
     }
     Ok(file)
+}
+
+/// The stored values a presenter trusts, checked: unique run ids, the workload's targets (a
+/// negative target would make every level "comfortable"), the headroom.
+fn check_stored(file: &ResultsFile) -> Result<(), String> {
+    let mut ids = std::collections::HashSet::new();
+    for run in &file.runs {
+        if !ids.insert(run.id.as_str()) {
+            return Err(format!(
+                "run id {} appears twice; the record was edited or damaged",
+                run.id
+            ));
+        }
+        let name = format!("run {}", run.id);
+        crate::workload::load::check_criteria(&run.workload.criteria, &name)
+            .map_err(|e| e.to_string())?;
+        if !(0.0..1.0).contains(&run.config.headroom) {
+            return Err(format!(
+                "run {}: headroom {} is not a fraction below 1; the record was edited or damaged",
+                run.id, run.config.headroom
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Picks runs of a file: by id, the last one, or all.
@@ -283,3 +308,7 @@ impl RecordWriter {
         Ok(log)
     }
 }
+
+#[cfg(test)]
+#[path = "io_tests.rs"]
+mod tests;

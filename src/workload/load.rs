@@ -161,7 +161,9 @@ fn check_header(f: &FileWorkload, src: &str) -> Result<(), WorkloadError> {
     check_criteria(&f.criteria, src)
 }
 
-fn check_criteria(c: &Criteria, src: &str) -> Result<(), WorkloadError> {
+/// Checks targets: positive and finite, a pass rate from 0 to 1 (workload files and the copy a
+/// record keeps).
+pub(crate) fn check_criteria(c: &Criteria, src: &str) -> Result<(), WorkloadError> {
     if c.label.trim().is_empty() {
         return Err(WorkloadError::invalid(
             src,

@@ -338,8 +338,22 @@ fn rerun_repeats_the_stored_config_and_compares() {
     let dir = tempfile::tempdir().unwrap();
     let x = dir.path().join("x.json");
     one_run(dir.path(), WORKLOAD, x.to_str().unwrap());
-    let screen = ok(&["rerun", x.to_str().unwrap()]);
+    let res = support::tokfire()
+        .args(["rerun", x.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (screen, said) = (
+        String::from_utf8_lossy(&res.stdout),
+        String::from_utf8_lossy(&res.stderr),
+    );
     assert!(support::has(&screen, "verdict: "), "{screen}");
+    // What runs is said before it runs.
+    assert!(
+        support::has(&said, "rerun of ") && support::has(&said, "(stored command: "),
+        "{said}"
+    );
+    let plan_at = said.find("rerun of ").unwrap();
+    assert!(said.find("appended to").unwrap() > plan_at, "{said}");
     let file = read(&x);
     assert_eq!(file.runs.len(), 2, "appended to the same record");
     let (a, b) = (

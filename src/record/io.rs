@@ -81,6 +81,9 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError>
         path: path.to_path_buf(),
         detail,
     };
+    if text.trim().is_empty() {
+        return Err(not("the file is empty".into()));
+    }
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
             RecordError::Truncated {

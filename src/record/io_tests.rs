@@ -16,6 +16,17 @@ fn refused(v: &Value) -> String {
 }
 
 #[test]
+fn an_empty_file_is_called_empty_not_truncated() {
+    for text in ["", " \n"] {
+        let err = parse(Path::new("r.json"), text).unwrap_err().to_string();
+        assert!(
+            err.contains("the file is empty") && !err.contains("truncated"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn stored_values_a_presenter_trusts_are_checked_on_reading() {
     assert!(parse(Path::new("r.json"), &fixture().to_string()).is_ok());
     let mut v = fixture();

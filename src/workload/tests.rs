@@ -328,6 +328,14 @@ fn out_of_range_and_inconsistent_values_are_errors() {
             "does not compile",
         ),
         (
+            // A 5 MB pattern is refused by size, and not echoed back whole.
+            MINIMAL.replace(
+                "kind = \"contains\", value = \"hello\"",
+                &format!("kind = \"regex\", pattern = \"{}\"", "a".repeat(5_000_000)),
+            ),
+            "bytes; at most 4096",
+        ),
+        (
             MINIMAL.replace(
                 "[[tasks]]",
                 "[[tasks]]\nrequired_calls = [{ tool = \"x\" }]",
@@ -337,6 +345,11 @@ fn out_of_range_and_inconsistent_values_are_errors() {
     ];
     for (text, expect) in cases {
         let msg = parse_err(&text);
+        assert!(
+            msg.len() < 2000,
+            "an error is a message, not the input: {} bytes",
+            msg.len()
+        );
         assert!(msg.contains(expect), "expected {expect:?} in: {msg}");
     }
 }

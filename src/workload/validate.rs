@@ -162,7 +162,7 @@ impl Check {
                 if re.is_match(output) {
                     Ok(())
                 } else {
-                    Err(format!("output does not match /{pattern}/"))
+                    Err(format!("output does not match {}", shown(pattern)))
                 }
             }
             Check::Equals {
@@ -189,9 +189,18 @@ impl Check {
             Check::Regex {
                 pattern,
                 case_sensitive,
-            } => compile(pattern, *case_sensitive)
-                .map(|_| ())
-                .map_err(|e| format!("pattern {pattern:?} does not compile: {e}")),
+            } if pattern.len() > MAX_PATTERN_BYTES => Err(format!(
+                "pattern {} is {} bytes; at most {MAX_PATTERN_BYTES}",
+                shown(pattern),
+                pattern.len()
+            )),
+            Check::Regex {
+                pattern,
+                case_sensitive,
+            } => compile(pattern, *case_sensitive).map(|_| ()).map_err(|e| {
+                let why: String = e.to_string().chars().take(SHOWN_CHARS * 4).collect();
+                format!("pattern {} does not compile: {why}", shown(pattern))
+            }),
             Check::Contains { value, .. } | Check::NotContains { value, .. }
                 if value.items().iter().all(|v| v.is_empty()) =>
             {
@@ -199,6 +208,22 @@ impl Check {
             }
             _ => Ok(()),
         }
+    }
+}
+
+/// Longest regular expression a check may have, bytes.
+const MAX_PATTERN_BYTES: usize = 4096;
+/// Characters of a pattern an error message shows.
+const SHOWN_CHARS: usize = 80;
+
+/// `pattern` quoted for a message, cut to [`SHOWN_CHARS`] characters.
+fn shown(pattern: &str) -> String {
+    match pattern.chars().count() > SHOWN_CHARS {
+        true => format!(
+            "{:?}…",
+            pattern.chars().take(SHOWN_CHARS).collect::<String>()
+        ),
+        false => format!("{pattern:?}"),
     }
 }
 

@@ -12,8 +12,8 @@ pub const MAX_RECORD_BYTES: u64 = 1 << 30;
 /// Largest workload, session script, chat template or lock file read, bytes.
 pub const MAX_INPUT_BYTES: u64 = 4 << 20;
 
-/// What the file at `meta` is, when it is not a regular file.
-fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
+/// What the file at `meta` is, when it is not a regular file (also the model loader's check).
+pub(crate) fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
     let ft = meta.file_type();
     if ft.is_file() {
         return None;
@@ -50,15 +50,7 @@ pub fn read_text(path: &Path, max: u64) -> std::io::Result<String> {
     if let Some(kind) = not_regular(&std::fs::metadata(path)?) {
         return Err(refuse(kind));
     }
-    let mut opts = std::fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Never block in open(2) should the path be swapped for a FIFO after the check.
-        opts.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = opts.open(path)?;
+    let file = open_nonblocking(path)?;
     let meta = file.metadata()?;
     if let Some(kind) = not_regular(&meta) {
         return Err(refuse(kind));
@@ -77,6 +69,19 @@ pub fn read_text(path: &Path, max: u64) -> std::io::Result<String> {
     // Bounded even if the file grows while it is read.
     file.take(max).read_to_string(&mut text)?;
     Ok(text)
+}
+
+/// Opens `path` for reading without blocking in open(2), should the path have been swapped for
+/// a FIFO after its check; the caller checks the open handle again.
+pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    opts.open(path)
 }
 
 /// Refuses an output path that exists and is not a regular file (writing to a FIFO blocks

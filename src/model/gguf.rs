@@ -242,44 +242,19 @@ fn value_i64(v: &Value) -> Option<i64> {
 fn open_regular(path: &Path) -> Result<File, ModelError> {
     let meta = std::fs::metadata(path).map_err(ModelError::io(path))?;
     check_regular(path, &meta)?;
-    let mut opts = std::fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Never block in open(2) should the path be swapped for a FIFO after the check.
-        opts.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = opts.open(path).map_err(ModelError::io(path))?;
+    let file = crate::files::open_nonblocking(path).map_err(ModelError::io(path))?;
     check_regular(path, &file.metadata().map_err(ModelError::io(path))?)?;
     Ok(file)
 }
 
 fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), ModelError> {
-    let ft = meta.file_type();
-    if ft.is_file() {
-        return Ok(());
+    match crate::files::not_regular(meta) {
+        None => Ok(()),
+        Some(kind) => Err(ModelError::NotRegularFile {
+            path: path.to_path_buf(),
+            kind: kind.into(),
+        }),
     }
-    let mut kind = if ft.is_dir() {
-        "a directory"
-    } else {
-        "a special file"
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if ft.is_fifo() {
-            kind = "a FIFO (named pipe)";
-        } else if ft.is_socket() {
-            kind = "a socket";
-        } else if ft.is_char_device() || ft.is_block_device() {
-            kind = "a device";
-        }
-    }
-    Err(ModelError::NotRegularFile {
-        path: path.to_path_buf(),
-        kind: kind.into(),
-    })
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -30,6 +30,19 @@ fn refused(a: &[&str], needles: &[&str]) {
     );
 }
 
+/// `generate` of one chat message on `model` with the chat template `template`.
+fn chat_with_template<'a>(model: &'a str, template: &'a str) -> [&'a str; 7] {
+    [
+        "generate",
+        "--model",
+        model,
+        "--chat",
+        "hi",
+        "--chat-template",
+        template,
+    ]
+}
+
 fn fifo(dir: &Path, name: &str) -> String {
     let p = dir.join(name);
     let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
@@ -47,18 +60,7 @@ fn special_files_as_arguments_are_refused_before_they_block() {
     let out = dir.path().join("r.json");
     let o = out.to_str().unwrap();
     let fifo_says = ["a FIFO (named pipe), not a regular file"];
-    refused(
-        &[
-            "generate",
-            "--model",
-            m,
-            "--chat",
-            "hi",
-            "--chat-template",
-            &p,
-        ],
-        &fifo_says,
-    );
+    refused(&chat_with_template(m, &p), &fifo_says);
     refused(&["session", &p], &fifo_says);
     // The OS's reason is said once, not once per layer of the error.
     let res = tokfire()
@@ -133,15 +135,7 @@ fn a_template_that_never_ends_is_refused_at_load() {
     .unwrap();
     let (m, t) = (m.to_str().unwrap(), t.to_str().unwrap());
     refused(
-        &[
-            "generate",
-            "--model",
-            m,
-            "--chat",
-            "hi",
-            "--chat-template",
-            t,
-        ],
+        &chat_with_template(m, t),
         &["loop.jinja", "exceeds its bounds"],
     );
 }

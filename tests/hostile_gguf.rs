@@ -410,3 +410,41 @@ fn errors_carry_no_backtrace() {
         "{err}"
     );
 }
+
+#[test]
+fn what_the_family_does_not_read_is_refused_by_name() {
+    // A tensor the family does not read: a Llama-3 scaling tensor on qwen2 would be ignored.
+    let mut g = base();
+    let mut t = g.tensor("blk.0.attn_norm.weight").clone();
+    t.name = "blk.0.attn_q_norm.weight".into();
+    g.tensors.push(t);
+    let msg = refused(&g, "unused-tensor", "blk.0.attn_q_norm.weight");
+    assert!(msg.contains("q/k RMSNorm"), "{msg}");
+    // Keys that change the computation: a sliding window, YaRN, partial rotary.
+    for (key, val, needle) in [
+        (
+            "llama.attention.sliding_window",
+            Val::u32(4),
+            "llama.attention.sliding_window",
+        ),
+        (
+            "llama.rope.scaling.type",
+            Val::str("yarn"),
+            "none or linear",
+        ),
+        ("llama.rope.dimension_count", Val::u32(4), "partial rotary"),
+    ] {
+        let mut g = base();
+        g.set(key, val);
+        refused(&g, &format!("key-{key}"), needle);
+    }
+    // A pre-tokenizer llama.cpp splits differently: refused by its value, not guessed.
+    let mut g = base();
+    g.set("tokenizer.ggml.pre", Val::str("made-up-pre"));
+    let path = write(&g, "unknown-pre");
+    match check(&path, false) {
+        Ok(Outcome::Refused(msg)) => assert!(msg.contains("made-up-pre"), "{msg}"),
+        other => panic!("unknown pre-tokenizer: expected a refusal, got {other:?}"),
+    }
+    assert!(!inspect_gguf(&path).unwrap().problems.is_empty());
+}

@@ -1,5 +1,6 @@
-//! Architecture hyper-parameters of the llama family (llama, SmolLM2, mistral-style, qwen2 with QKV
-//! bias), read from GGUF metadata or a Hugging Face `config.json`.
+//! Architecture hyper-parameters of the llama-engine families (llama, SmolLM2, mistral-style,
+//! qwen2 with QKV bias, qwen3 with q/k norms) and of Gemma 3, read from GGUF metadata or a
+//! Hugging Face `config.json`; which family a name is comes from [`super::families`].
 
 use std::path::Path;
 
@@ -8,8 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::gguf::Gguf;
 use crate::error::ModelError;
 
-/// Architectures this engine runs.
-pub(crate) const SUPPORTED: &[&str] = &["llama", "qwen2", "gemma3"];
+use super::families::{self, Family};
 
 /// Hyper-parameters of one model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,6 +32,12 @@ pub struct LlamaConfig {
     pub context_length: usize,
     /// Q, K, V projections carry a bias (qwen2).
     pub qkv_bias: bool,
+    /// Per-head RMSNorm of q and k before RoPE (qwen3).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub qk_norm: bool,
+    /// RoPE scaling applied to every frequency.
+    #[serde(default, skip_serializing_if = "RopeScaling::is_none")]
+    pub rope_scaling: RopeScaling,
     /// Multi-token-prediction (`nextn`) blocks stored after the `layers` regular ones (GGUF key
     /// `ARCH.nextn_predict_layers`; `block_count` counts both, as llama.cpp writes it).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -42,13 +48,105 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// RoPE scaling of every frequency, beside a GGUF's per-frequency `rope_freqs.weight` (which the
+/// model reads as a tensor).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum RopeScaling {
+    #[default]
+    None,
+    /// Positions divided by `factor` (llama.cpp's `freq_scale` = 1 / factor).
+    Linear { factor: f64 },
+    /// Llama 3.1's per-frequency rule from a `config.json` (GGUF stores its result as
+    /// `rope_freqs.weight`).
+    Llama3 {
+        factor: f64,
+        low_freq_factor: f64,
+        high_freq_factor: f64,
+        original_context: f64,
+    },
+}
+
+impl RopeScaling {
+    fn is_none(&self) -> bool {
+        *self == Self::None
+    }
+
+    /// The divisor of each inverse frequency `inv` (1 when unscaled), as llama.cpp's
+    /// converter computes Llama 3's `rope_freqs` and its `freq_scale` applies linear scaling.
+    pub fn divisor(&self, inv: f64) -> f64 {
+        match *self {
+            Self::None => 1.0,
+            Self::Linear { factor } => factor,
+            Self::Llama3 {
+                factor,
+                low_freq_factor: low,
+                high_freq_factor: high,
+                original_context: old,
+            } => {
+                let wavelen = 2.0 * std::f64::consts::PI / inv;
+                if wavelen < old / high {
+                    1.0
+                } else if wavelen > old / low {
+                    factor
+                } else {
+                    let smooth = (old / wavelen - low) / (high - low);
+                    1.0 / ((1.0 - smooth) / factor + smooth)
+                }
+            }
+        }
+    }
+
+    /// `rope_scaling` of a `config.json`: linear and llama3 are applied, others refused.
+    fn from_hf(v: &serde_json::Value) -> Result<Self, String> {
+        if v.is_null() {
+            return Ok(Self::None);
+        }
+        let kind = v["rope_type"].as_str().or(v["type"].as_str()).unwrap_or("");
+        let num = |k: &str| {
+            v[k].as_f64()
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .ok_or_else(|| format!("rope_scaling.{k} must be a number above 0"))
+        };
+        match kind {
+            "default" => Ok(Self::None),
+            "linear" => Ok(Self::Linear {
+                factor: num("factor")?,
+            }),
+            "llama3" => {
+                let s = Self::Llama3 {
+                    factor: num("factor")?,
+                    low_freq_factor: num("low_freq_factor")?,
+                    high_freq_factor: num("high_freq_factor")?,
+                    original_context: num("original_max_position_embeddings")?,
+                };
+                match s {
+                    Self::Llama3 {
+                        low_freq_factor: l,
+                        high_freq_factor: h,
+                        ..
+                    } if h <= l => {
+                        Err("rope_scaling.high_freq_factor must exceed low_freq_factor".into())
+                    }
+                    s => Ok(s),
+                }
+            }
+            other => Err(format!(
+                "rope_scaling type {other:?} is not supported (linear and llama3 are); its \
+                 positions would be rotated wrong"
+            )),
+        }
+    }
+}
 impl LlamaConfig {
-    /// Reads `{arch}.*` metadata; rejects architectures outside [`SUPPORTED`] and files the
+    /// Reads `{arch}.*` metadata; rejects architectures outside [`families::FAMILIES`] and files the
     /// validation pass ([`super::validate`]) finds problems in.
-    pub(crate) fn from_gguf(g: &Gguf) -> Result<Self, ModelError> {
-        let arch = g.architecture()?;
-        check_arch(&g.path, &arch)?;
-        super::validate::llama_config(g, &arch).map_err(|problems| ModelError::Rejected {
+    pub(crate) fn from_gguf(g: &Gguf, family: &'static Family) -> Result<Self, ModelError> {
+        super::validate::llama_config(g, family).map_err(|problems| ModelError::Rejected {
             path: g.path.clone(),
             problems: super::validate::Problems(problems),
         })
@@ -62,9 +160,15 @@ impl LlamaConfig {
             path: path.to_path_buf(),
             detail: format!("not a llama-family config.json: {e}"),
         })?;
-        let arch = hf.model_type.clone().unwrap_or_else(|| "llama".into());
-        check_arch(path, &arch)?;
+        let model_type = hf.model_type.clone().unwrap_or_else(|| "llama".into());
+        let family = check_hf(path, &model_type)?;
         let heads = hf.num_attention_heads;
+        let rope_scaling =
+            RopeScaling::from_hf(hf.rope_scaling.as_ref().unwrap_or(&serde_json::Value::Null))
+                .map_err(|detail| ModelError::Invalid {
+                    path: path.to_path_buf(),
+                    detail,
+                })?;
         let cfg = Self {
             hidden: hf.hidden_size,
             ffn: hf.intermediate_size,
@@ -77,16 +181,12 @@ impl LlamaConfig {
             rope_theta: hf.rope_theta.unwrap_or(10_000.0),
             rope_interleaved: false,
             context_length: hf.max_position_embeddings.unwrap_or(4096),
-            qkv_bias: arch == "qwen2",
-            arch,
+            qkv_bias: family.qkv_bias,
+            qk_norm: family.qk_norm,
+            rope_scaling,
+            arch: family.gguf.into(),
             nextn: 0,
         };
-        if hf.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
-            return Err(ModelError::Invalid {
-                path: path.to_path_buf(),
-                detail: "rope_scaling is not supported yet".into(),
-            });
-        }
         cfg.validate(path)?;
         Ok(cfg)
     }
@@ -104,12 +204,6 @@ impl LlamaConfig {
                 self.heads, self.kv_heads
             ));
         }
-        if self.head_dim * self.heads != self.hidden && self.arch == "llama" {
-            return bad(format!(
-                "head_dim {} × {} heads != hidden {}",
-                self.head_dim, self.heads, self.hidden
-            ));
-        }
         if !self.head_dim.is_multiple_of(2) || self.vocab == 0 || self.layers == 0 {
             return bad(format!(
                 "implausible shape: head_dim {}, vocab {}, layers {}",
@@ -120,16 +214,22 @@ impl LlamaConfig {
     }
 }
 
-fn check_arch(path: &Path, arch: &str) -> Result<(), ModelError> {
-    if SUPPORTED.contains(&arch) {
-        Ok(())
-    } else {
-        Err(ModelError::UnsupportedArch {
-            path: path.to_path_buf(),
-            arch: arch.into(),
-            supported: SUPPORTED.join(", "),
-        })
-    }
+/// The family of a GGUF architecture, or the refusal naming what is supported.
+pub(crate) fn check_arch(path: &Path, arch: &str) -> Result<&'static Family, ModelError> {
+    families::by_gguf(arch).ok_or_else(|| ModelError::UnsupportedArch {
+        path: path.to_path_buf(),
+        arch: arch.into(),
+        supported: families::names(),
+    })
+}
+
+/// The family of a `config.json` `model_type`, or the refusal naming what is supported.
+fn check_hf(path: &Path, model_type: &str) -> Result<&'static Family, ModelError> {
+    families::by_hf(model_type).ok_or_else(|| ModelError::UnsupportedArch {
+        path: path.to_path_buf(),
+        arch: format!("{model_type} (config.json model_type)"),
+        supported: families::names(),
+    })
 }
 
 /// The fields of a Hugging Face `config.json` that matter here.
@@ -148,9 +248,6 @@ struct HfConfig {
     max_position_embeddings: Option<usize>,
     rope_scaling: Option<serde_json::Value>,
 }
-
-/// Gemma 3's architecture names: `gemma3` in GGUF, `gemma3_text` (or `gemma3`) in `config.json`.
-pub const GEMMA3: &str = "gemma3";
 
 /// Hyper-parameters of a Gemma 3 model: the llama-family shape plus what Gemma adds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -181,8 +278,8 @@ pub fn gemma_pattern(layers: usize, pattern: usize) -> Vec<bool> {
 
 impl GemmaConfig {
     /// Reads `gemma3.*` metadata through the validation pass.
-    pub fn from_gguf(g: &Gguf) -> Result<Self, ModelError> {
-        super::validate::gemma_config(g).map_err(|problems| ModelError::Rejected {
+    pub fn from_gguf(g: &Gguf, family: &'static Family) -> Result<Self, ModelError> {
+        super::validate::gemma_config(g, family).map_err(|problems| ModelError::Rejected {
             path: g.path.clone(),
             problems: super::validate::Problems(problems),
         })
@@ -225,7 +322,7 @@ impl GemmaConfig {
             None => gemma_pattern(layers, hf.sliding_window_pattern.unwrap_or(6)),
         };
         let base = LlamaConfig {
-            arch: GEMMA3.into(),
+            arch: "gemma3".into(),
             hidden: hf.hidden_size,
             ffn: hf.intermediate_size,
             layers,
@@ -238,6 +335,8 @@ impl GemmaConfig {
             rope_interleaved: false,
             context_length: hf.max_position_embeddings.unwrap_or(32_768),
             qkv_bias: false,
+            qk_norm: true,
+            rope_scaling: RopeScaling::None,
             nextn: 0,
         };
         base.validate(path)?;

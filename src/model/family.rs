@@ -9,8 +9,10 @@ use super::llama::{Llama, SeqInput};
 use crate::error::EngineError;
 
 /// A loaded model of one of the supported families.
+// One per loaded model: the size difference costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Model {
-    /// llama, SmolLM2, qwen2.
+    /// llama, SmolLM2, qwen2, qwen3.
     Llama(Llama),
     /// Gemma 3.
     Gemma(Gemma),
@@ -76,7 +78,7 @@ impl Model {
         }
     }
 
-    /// The architecture name (`llama`, `qwen2`, `gemma3`).
+    /// The architecture name (`llama`, `qwen2`, `qwen3`, `gemma3`).
     pub fn arch(&self) -> &str {
         match self {
             Self::Llama(m) => &m.cfg.arch,

@@ -21,7 +21,7 @@ use super::embedding::Embedding;
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
 use super::llama::{rope_tables, CpuAttention, SeqInput, StepPlan, MAX_ROPE_POSITIONS};
-use super::projections::{with_f32, Act, GateUp, Qkv};
+use super::projections::{qk_norm, Act, GateUp, Qkv};
 use super::weights::{Names, WeightSource};
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
@@ -220,7 +220,15 @@ impl Gemma {
         let mut x = (x * (b.hidden as f64).sqrt())?;
         for (l, layer) in self.layers.iter().enumerate() {
             let h = rms(&x, &layer.attn_norm)?;
-            let qkv = self.qk_norm(layer, &layer.qkv.forward(&h)?)?;
+            let heads = (b.heads, b.kv_heads, b.head_dim);
+            let qkv = layer.qkv.forward(&h)?;
+            let qkv = qk_norm(
+                &qkv,
+                heads,
+                (&layer.q_norm, &layer.k_norm),
+                eps,
+                &self.device,
+            )?;
             let attn = self.attention(l).run(l, &qkv, &plan, caches)?;
             x = (x + rms(&layer.o.forward(&attn)?, &layer.post_attn_norm)?)?;
             let h = rms(&x, &layer.ffn_norm)?;
@@ -266,32 +274,5 @@ impl Gemma {
             sin,
             device: &self.device,
         }
-    }
-
-    /// RMSNorm of every q and k head of the stacked `[T, q + k + v]` projection, in place.
-    fn qk_norm(&self, layer: &Layer, qkv: &Tensor) -> Result<Tensor, EngineError> {
-        let b = &self.cfg.base;
-        let (hd, eps) = (b.head_dim, b.rms_eps as f32);
-        let (t, w) = qkv.dims2()?;
-        let mut data = with_f32(qkv, <[f32]>::to_vec)?;
-        for row in data.chunks_exact_mut(w) {
-            let (q, rest) = row.split_at_mut(b.heads * hd);
-            for head in q.chunks_exact_mut(hd) {
-                rms_norm_in_place(head, &layer.q_norm, eps);
-            }
-            for head in rest[..b.kv_heads * hd].chunks_exact_mut(hd) {
-                rms_norm_in_place(head, &layer.k_norm, eps);
-            }
-        }
-        Ok(Tensor::from_vec(data, (t, w), &self.device)?)
-    }
-}
-
-/// `x / sqrt(mean(x²) + eps) · w`, as candle's `rms_norm` computes it.
-fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
-    let mean = x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32;
-    let inv = 1.0 / (mean + eps).sqrt();
-    for (v, &w) in x.iter_mut().zip(w) {
-        *v = *v * inv * w;
     }
 }

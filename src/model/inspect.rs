@@ -10,9 +10,11 @@ use std::path::Path;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::arch::RopeScaling;
+use super::families::{self, Family};
 use super::gguf::Gguf;
 use super::validate::{self, Problem};
-use super::{arch, manifest, ModelPath};
+use super::{arch, manifest, pretok, ModelPath};
 use crate::error::ModelError;
 
 /// Everything `tokfire inspect` shows.
@@ -54,6 +56,57 @@ pub struct ModelReport {
     /// Gemma 3's sliding window, layer pattern, RoPE bases and soft-capping (Gemma only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gemma: Option<GemmaReport>,
+    /// The family that runs the file and what it applies (none for an unsupported one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<FamilyReport>,
+}
+
+/// What the family running a model applies beyond the plain llama block.
+#[derive(Debug, Clone, Serialize)]
+pub struct FamilyReport {
+    pub about: String,
+    pub qkv_bias: bool,
+    pub qk_norm: bool,
+    /// `interleaved` (llama.cpp NORM) or `halves` (NEOX).
+    pub rope_pairs: String,
+    /// `none`, `linear ×F`, `llama3 rope_freqs` (a GGUF's per-frequency divisors).
+    pub rope_scaling: String,
+    /// The pre-tokenizer type llama.cpp would use, for a byte-level BPE vocabulary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_tokenizer: Option<String>,
+}
+
+impl FamilyReport {
+    fn new(f: &Family, g: &Gguf, scaling: Option<RopeScaling>) -> Self {
+        let freqs = g.content.tensor_infos.contains_key(validate::ROPE_FREQS);
+        let rope_scaling = match (scaling, freqs) {
+            (_, true) if f.rope_freqs => "llama3 (rope_freqs.weight)".to_string(),
+            (Some(RopeScaling::Linear { factor }), _) => format!("linear ×{factor}"),
+            (Some(s), _) => format!("{s:?}").to_lowercase(),
+            (None, _) => "n/a (the file has problems)".into(),
+        };
+        let bpe = g
+            .get("tokenizer.ggml.model")
+            .and_then(|v| v.to_string().ok())
+            .is_some_and(|m| m == "gpt2");
+        let pre = g.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok());
+        Self {
+            about: f.about.into(),
+            qkv_bias: f.qkv_bias,
+            qk_norm: f.qk_norm,
+            rope_pairs: if f.rope_interleaved {
+                "interleaved"
+            } else {
+                "halves"
+            }
+            .into(),
+            rope_scaling,
+            pre_tokenizer: bpe
+                .then(|| pretok::lookup(pre.map(String::as_str)).ok())
+                .flatten()
+                .map(|p| p.kind.to_string()),
+        }
+    }
 }
 
 /// What a Gemma 3 model adds to the llama-family shape.
@@ -111,14 +164,31 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         }
     };
     let mut gemma = None;
-    if arch == arch::GEMMA3 {
-        match validate::gemma_config(&g) {
+    let mut scaling = None;
+    match families::by_gguf(&arch) {
+        Some(f) if f.engine == families::Engine::Gemma => match validate::gemma_config(&g, f) {
             Ok(c) => gemma = Some(GemmaReport::new(&c)),
             Err(p) => problems.extend(p),
-        }
-    } else if arch::SUPPORTED.contains(&arch.as_str()) {
-        if let Err(p) = validate::llama_config(&g, &arch) {
-            problems.extend(p);
+        },
+        Some(f) => match validate::llama_config(&g, f) {
+            Ok(c) => scaling = Some(c.rope_scaling),
+            Err(p) => problems.extend(p),
+        },
+        None => {}
+    }
+    let family = families::by_gguf(&arch).map(|f| FamilyReport::new(f, &g, scaling));
+    let is_bpe = g
+        .get("tokenizer.ggml.model")
+        .and_then(|v| v.to_string().ok())
+        .is_some_and(|m| m == "gpt2");
+    if is_bpe {
+        let pre = g.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok());
+        if let Err(e) = pretok::lookup(pre.map(String::as_str)) {
+            problems.push(Problem::new(
+                "metadata key tokenizer.ggml.pre",
+                e,
+                "a known name",
+            ));
         }
     }
     let key = |k: &str| format!("{arch}.{k}");
@@ -174,14 +244,16 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         architecture: arch,
         problems,
         gemma,
+        family,
     })
 }
 
 /// Inspects a safetensors model directory through its `config.json` and tensor headers.
 pub(crate) fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
     let config = dir.join("config.json");
-    let (cfg, gemma) = match arch::hf_model_type(&config).as_deref() {
-        Some("gemma3_text" | arch::GEMMA3) => {
+    let family = arch::hf_model_type(&config).and_then(|t| families::by_hf(&t));
+    let (cfg, gemma) = match family.map(|f| f.engine) {
+        Some(families::Engine::Gemma) => {
             let g = arch::GemmaConfig::from_hf_json(&config)?;
             (g.base.clone(), Some(GemmaReport::new(&g)))
         }
@@ -244,6 +316,7 @@ pub(crate) fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
         license: None,
         problems: Vec::new(),
         gemma,
+        family: None,
     })
 }
 

@@ -12,7 +12,7 @@ use super::attention::{self, Dims, KvSlices, Scoring, SegmentRows, Split};
 use super::embedding::Embedding;
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
-use super::projections::{cpu_f32, with_f32, GateUp, Qkv};
+use super::projections::{cpu_f32, qk_norm, with_f32, GateUp, Qkv};
 use super::weights::WeightSource;
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
@@ -30,6 +30,8 @@ type Generic = ((Tensor, Tensor), Vec<Option<Tensor>>);
 struct Layer {
     attn_norm: Tensor,
     qkv: Qkv,
+    /// Per-head q and k RMSNorm weights (qwen3).
+    qk_norm: Option<(Vec<f32>, Vec<f32>)>,
     o: Linear,
     ffn_norm: Tensor,
     gate_up: GateUp,
@@ -59,9 +61,18 @@ impl Layer {
         let fused = |e| ModelError::candle(format!("stacking layer {i}'s projections"))(e);
         let (q, k, v) = (proj("q", src)?, proj("k", src)?, proj("v", src)?);
         let (gate, up) = (src.linear(&w("gate"), dtype)?, src.linear(&w("up"), dtype)?);
+        let mut vector = |part: &str| -> Result<Vec<f32>, ModelError> {
+            let t = src.dense(&w(part))?;
+            t.to_vec1::<f32>().map_err(ModelError::candle(w(part)))
+        };
+        let qk_norm = match cfg.qk_norm {
+            true => Some((vector("q_norm")?, vector("k_norm")?)),
+            false => None,
+        };
         Ok(Self {
             attn_norm: src.dense(&w("attn_norm"))?,
             qkv: Qkv::new(q, k, v).map_err(fused)?,
+            qk_norm,
             o: src.linear(&w("o"), dtype)?,
             ffn_norm: src.dense(&w("ffn_norm"))?,
             gate_up: GateUp::new(gate, up).map_err(fused)?,
@@ -132,8 +143,14 @@ impl Llama {
             _ => Some(nextn::Nextn::load(&cfg, src, dtype)?),
         };
         let positions = cfg.context_length.clamp(1, MAX_ROPE_POSITIONS);
-        let (cos, sin) = rope_tables(cfg.head_dim, cfg.rope_theta, positions, &device)
-            .map_err(ModelError::candle("building RoPE tables"))?;
+        let freqs = rope_freqs(&cfg, src)?;
+        let scaling = cfg.rope_scaling;
+        let divisor = |i: usize, inv: f64| {
+            scaling.divisor(inv) * freqs.as_ref().map_or(1.0, |f| f64::from(f[i]))
+        };
+        let (cos, sin) =
+            rope_tables_scaled(cfg.head_dim, cfg.rope_theta, positions, divisor, &device)
+                .map_err(ModelError::candle("building RoPE tables"))?;
         Ok(Self {
             cfg,
             embed,
@@ -264,8 +281,16 @@ impl Llama {
         generic: Option<&Generic>,
         caches: &[&mut KvCache],
     ) -> Result<Tensor, EngineError> {
-        let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, self.cfg.rms_eps as f32)?;
+        let c = &self.cfg;
+        let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, c.rms_eps as f32)?;
         let qkv = layer.qkv.forward(&h)?;
+        let qkv = match &layer.qk_norm {
+            None => qkv,
+            Some((q, k)) => {
+                let heads = (c.heads, c.kv_heads, c.head_dim);
+                qk_norm(&qkv, heads, (q, k), c.rms_eps as f32, &self.device)?
+            }
+        };
         let attn = match generic {
             None => self.attention_cpu(l, &qkv, plan, caches)?,
             Some((rope, masks)) => {
@@ -538,6 +563,33 @@ impl StepPlan {
     }
 }
 
+/// A GGUF's `rope_freqs.weight` (Llama 3's per-frequency divisors), when it has one; the
+/// validation pass has checked its shape.
+fn rope_freqs(
+    cfg: &LlamaConfig,
+    src: &mut dyn WeightSource,
+) -> Result<Option<Vec<f32>>, ModelError> {
+    let name = super::validate::ROPE_FREQS;
+    if !matches!(src.names(), super::weights::Names::Gguf) || !src.has(name) {
+        return Ok(None);
+    }
+    let f = src
+        .dense(name)?
+        .to_vec1::<f32>()
+        .map_err(ModelError::candle(name))?;
+    if f.len() != cfg.head_dim / 2 || f.iter().any(|x| !x.is_finite() || *x <= 0.0) {
+        return Err(ModelError::Invalid {
+            path: name.into(),
+            detail: format!(
+                "{} divisors, expected {} finite ones above 0",
+                f.len(),
+                cfg.head_dim / 2
+            ),
+        });
+    }
+    Ok(Some(f))
+}
+
 /// cos/sin tables `[positions, head_dim/2]` exactly as candle's llama builds them.
 pub(crate) fn rope_tables(
     head_dim: usize,
@@ -545,9 +597,29 @@ pub(crate) fn rope_tables(
     positions: usize,
     dev: &Device,
 ) -> candle_core::Result<(Tensor, Tensor)> {
+    rope_tables_scaled(head_dim, theta, positions, |_, _| 1.0, dev)
+}
+
+/// [`rope_tables`] with frequency `i` (inverse frequency `inv`) divided by `divisor(i, inv)`.
+pub(crate) fn rope_tables_scaled(
+    head_dim: usize,
+    theta: f64,
+    positions: usize,
+    divisor: impl Fn(usize, f64) -> f64,
+    dev: &Device,
+) -> candle_core::Result<(Tensor, Tensor)> {
     let inv: Vec<f32> = (0..head_dim)
         .step_by(2)
-        .map(|i| 1f32 / (theta as f32).powf(i as f32 / head_dim as f32))
+        .enumerate()
+        .map(|(k, i)| {
+            let inv = 1f32 / (theta as f32).powf(i as f32 / head_dim as f32);
+            let d = divisor(k, f64::from(inv));
+            if d == 1.0 {
+                inv
+            } else {
+                (f64::from(inv) / d) as f32
+            }
+        })
         .collect();
     let inv = Tensor::new(inv.as_slice(), dev)?;
     let idx = Tensor::arange(0, positions as u32, dev)?

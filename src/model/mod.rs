@@ -6,6 +6,7 @@ pub(crate) mod arch;
 pub(crate) mod attention;
 pub mod chat;
 pub(crate) mod embedding;
+pub mod families;
 pub mod family;
 pub mod gemma;
 pub mod gguf;
@@ -19,6 +20,7 @@ pub mod llama;
 pub mod manifest;
 pub mod mapped;
 pub mod prefix;
+pub mod pretok;
 pub(crate) mod projections;
 pub mod synthetic;
 pub mod synthetic_gemma;
@@ -76,14 +78,14 @@ pub(crate) fn resolve(cfg: &ModelConfig) -> Result<ModelPath, ModelError> {
     if let Some(m) = manifest.get(spec) {
         let cached = m.cached_path(&cfg.cache_dir);
         // Never download what this engine cannot run.
-        if !arch::SUPPORTED.contains(&m.architecture.as_str()) && !cached.exists() {
+        if families::by_gguf(&m.architecture).is_none() && !cached.exists() {
             return Err(ModelError::UnsupportedArch {
                 path: cached,
                 arch: format!(
                     "{} (manifest model '{spec}', not downloaded)",
                     m.architecture
                 ),
-                supported: arch::SUPPORTED.join(", "),
+                supported: families::names(),
             });
         }
         return Ok(ModelPath::Gguf(m.ensure(&cfg.cache_dir)?));
@@ -160,11 +162,10 @@ fn load_gguf(
         s
     };
     let mut g = Gguf::open(path)?;
-    let gemma = g.architecture()? == arch::GEMMA3;
-    let (llama_cfg, gemma_cfg) = if gemma {
-        (None, Some(arch::GemmaConfig::from_gguf(&g)?))
-    } else {
-        (Some(arch::LlamaConfig::from_gguf(&g)?), None)
+    let family = arch::check_arch(&g.path, &g.architecture()?)?;
+    let (llama_cfg, gemma_cfg) = match family.engine {
+        families::Engine::Gemma => (None, Some(arch::GemmaConfig::from_gguf(&g, family)?)),
+        families::Engine::Llama => (Some(arch::LlamaConfig::from_gguf(&g, family)?), None),
     };
     split.header_s = lap();
     let tokenizer = Tokenizer::from_gguf(&g)?;
@@ -217,8 +218,9 @@ fn load_dir(
             detail: "a model directory needs config.json, tokenizer.json and *.safetensors".into(),
         });
     }
-    let gemma =
-        arch::hf_model_type(&config_path).is_some_and(|t| t == "gemma3_text" || t == arch::GEMMA3);
+    let gemma = arch::hf_model_type(&config_path)
+        .and_then(|t| families::by_hf(&t))
+        .is_some_and(|f| f.engine == families::Engine::Gemma);
     let (llama_cfg, gemma_cfg) = if gemma {
         (None, Some(arch::GemmaConfig::from_hf_json(&config_path)?))
     } else {

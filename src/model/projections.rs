@@ -124,3 +124,36 @@ pub(crate) fn cpu_f32(s: &Storage) -> candle_core::Result<&[f32]> {
         _ => candle_core::bail!("expected f32 CPU storage"),
     }
 }
+
+/// RMSNorm of every q and k head of a stacked `[T, q + k + v]` projection (`heads`: query heads,
+/// kv heads, head size; `norms`: the q and k weights, one per head element), as Gemma 3 and
+/// Qwen3 apply it before RoPE.
+pub(crate) fn qk_norm(
+    qkv: &Tensor,
+    (heads, kv_heads, hd): (usize, usize, usize),
+    (q_w, k_w): (&[f32], &[f32]),
+    eps: f32,
+    device: &candle_core::Device,
+) -> Result<Tensor, crate::error::EngineError> {
+    let (t, w) = qkv.dims2()?;
+    let mut data = with_f32(qkv, <[f32]>::to_vec)?;
+    for row in data.chunks_exact_mut(w) {
+        let (q, rest) = row.split_at_mut(heads * hd);
+        for head in q.chunks_exact_mut(hd) {
+            rms_norm_in_place(head, q_w, eps);
+        }
+        for head in rest[..kv_heads * hd].chunks_exact_mut(hd) {
+            rms_norm_in_place(head, k_w, eps);
+        }
+    }
+    Ok(Tensor::from_vec(data, (t, w), device)?)
+}
+
+/// `x / sqrt(mean(x²) + eps) · w`, as candle's `rms_norm` computes it.
+fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
+    let mean = x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32;
+    let inv = 1.0 / (mean + eps).sqrt();
+    for (v, &w) in x.iter_mut().zip(w) {
+        *v = *v * inv * w;
+    }
+}

@@ -45,6 +45,16 @@ pub struct Spec {
     pub arch: String,
     /// Write the `tokenizer.ggml.*` metadata (off to test models without a tokenizer).
     pub tokenizer: bool,
+    /// Llama 3's `rope_freqs.weight` (GGUF only): one divisor per rotated pair.
+    pub rope_freqs: Option<Vec<f32>>,
+    /// `tokenizer.ggml.pre` written to GGUF.
+    pub pre: String,
+    /// Merges after the built-in ones, in rank order (byte-level pieces); each adds its token.
+    pub merges: Vec<(String, String)>,
+    /// Pieces added to the vocabulary without a merge that makes them.
+    pub words: Vec<String>,
+    /// `tokenizer.ggml.add_bos_token`; absent when `None` (the pre-tokenizer's default).
+    pub add_bos: Option<bool>,
 }
 
 impl Default for Spec {
@@ -61,23 +71,48 @@ impl Default for Spec {
             seed: 1,
             arch: "llama".into(),
             tokenizer: true,
+            rope_freqs: None,
+            pre: "smollm".into(),
+            merges: Vec::new(),
+            words: Vec::new(),
+            add_bos: Some(false),
         }
     }
 }
 
 /// The tokenizer vocabulary: 3 special tokens, 256 byte tokens, then the merged pieces.
 pub(crate) fn vocab() -> (Vec<String>, Vec<String>, Vec<i64>) {
+    vocab_for(&Spec::default())
+}
+
+/// [`vocab`] with `spec`'s extra merges (and their tokens) and words.
+pub(crate) fn vocab_for(spec: &Spec) -> (Vec<String>, Vec<String>, Vec<i64>) {
     let mut tokens: Vec<String> = SPECIAL.iter().map(|s| s.to_string()).collect();
     let mut types = vec![3i64; SPECIAL.len()];
     let map = byte_chars();
     tokens.extend((0..256).map(|b| map[b].to_string()));
     types.extend(std::iter::repeat_n(1, 256));
-    for (a, b) in MERGES {
-        tokens.push(format!("{a}{b}"));
-        types.push(1);
+    let builtin = MERGES.iter().map(|(a, b)| (a.to_string(), b.to_string()));
+    let all: Vec<(String, String)> = builtin.chain(spec.merges.iter().cloned()).collect();
+    let mut seen: std::collections::HashSet<String> = tokens.iter().cloned().collect();
+    for piece in all
+        .iter()
+        .map(|(a, b)| format!("{a}{b}"))
+        .chain(spec.words.clone())
+    {
+        if seen.insert(piece.clone()) {
+            tokens.push(piece);
+            types.push(1);
+        }
     }
-    let merges = MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect();
+    let merges = all.iter().map(|(a, b)| format!("{a} {b}")).collect();
     (tokens, merges, types)
+}
+
+/// A text's byte-level pieces (GPT-2's byte-to-character map), as the vocabulary spells them.
+pub fn byte_level(text: &str) -> String {
+    let map = byte_chars();
+    text.bytes().map(|b| map[b as usize]).collect()
 }
 
 /// GPT-2's byte → printable character table.
@@ -108,7 +143,7 @@ pub(crate) type Weights = (String, Vec<f32>, (usize, usize));
 /// Seeded random weights: (name, values, (rows, cols)); norms and biases have one row.
 pub(crate) fn tensors(spec: &Spec, names: &Names) -> Vec<Weights> {
     let mut rng = StdRng::seed_from_u64(spec.seed);
-    let vocab = vocab().0.len();
+    let vocab = vocab_for(spec).0.len();
     let hd = spec.hidden / spec.heads;
     let (h, f, kv) = (spec.hidden, spec.ffn, spec.kv_heads * hd);
     let mut out = Vec::new();
@@ -150,6 +185,20 @@ pub(crate) fn tensors(spec: &Spec, names: &Names) -> Vec<Weights> {
             }
         }
     }
+    if spec.arch == "qwen3" {
+        for i in 0..spec.layers {
+            for part in ["q_norm", "k_norm"] {
+                out.push((
+                    names.layer(i, part, "weight"),
+                    (0..hd).map(|_| 1.0 + rng.random_range(-0.3..0.3)).collect(),
+                    (1, hd),
+                ));
+            }
+        }
+    }
+    if let (Some(f), Names::Gguf) = (&spec.rope_freqs, names) {
+        out.push(("rope_freqs.weight".into(), f.clone(), (1, f.len())));
+    }
     let mut norms = vec![names.norm().to_string()];
     for i in 0..spec.layers {
         norms.push(names.layer(i, "attn_norm", "weight"));
@@ -189,7 +238,7 @@ pub(crate) fn write_gguf_with(
         };
         qs.push((name, QTensor::quantize(&t, dtype)?));
     }
-    let (tokens, merges, types) = vocab();
+    let (tokens, merges, types) = vocab_for(spec);
     let strs = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
     let hd = spec.hidden / spec.heads;
     let a = spec.arch.as_str();
@@ -216,7 +265,7 @@ pub(crate) fn write_gguf_with(
     if spec.tokenizer {
         meta.extend([
             ("tokenizer.ggml.model".into(), Value::String("gpt2".into())),
-            ("tokenizer.ggml.pre".into(), Value::String("smollm".into())),
+            ("tokenizer.ggml.pre".into(), Value::String(spec.pre.clone())),
             ("tokenizer.ggml.tokens".into(), strs(tokens)),
             ("tokenizer.ggml.merges".into(), strs(merges)),
             (
@@ -225,12 +274,14 @@ pub(crate) fn write_gguf_with(
             ),
             ("tokenizer.ggml.bos_token_id".into(), Value::U32(1)),
             ("tokenizer.ggml.eos_token_id".into(), Value::U32(2)),
-            ("tokenizer.ggml.add_bos_token".into(), Value::Bool(false)),
             (
                 "tokenizer.chat_template".into(),
                 Value::String(CHATML.into()),
             ),
         ]);
+    }
+    if let (true, Some(b)) = (spec.tokenizer, spec.add_bos) {
+        meta.push(("tokenizer.ggml.add_bos_token".into(), Value::Bool(b)));
     }
     meta.extend(extra);
     let meta_refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (k.as_str(), v)).collect();
@@ -255,7 +306,7 @@ pub fn write_safetensors_dir(dir: &Path, spec: &Spec) -> candle_core::Result<()>
     candle_core::safetensors::save(&map, dir.join("model.safetensors"))?;
     let (tokens, merges, types) = vocab();
     let config = serde_json::json!({
-        "model_type": "llama",
+        "model_type": spec.arch,
         "hidden_size": spec.hidden,
         "intermediate_size": spec.ffn,
         "num_hidden_layers": spec.layers,
@@ -277,8 +328,8 @@ pub fn write_safetensors_dir(dir: &Path, spec: &Spec) -> candle_core::Result<()>
         dir.join("tokenizer_config.json"),
         serde_json::json!({ "chat_template": CHATML }).to_string(),
     )?;
-    let tok =
-        build_bpe(&tokens, &merges, &types, Some("smollm")).map_err(candle_core::Error::msg)?;
+    let pre = super::pretok::lookup(Some("smollm")).map_err(candle_core::Error::msg)?;
+    let tok = build_bpe(&tokens, &merges, &types, &pre).map_err(candle_core::Error::msg)?;
     tok.save(dir.join("tokenizer.json"), false)
         .map_err(candle_core::Error::msg)?;
     Ok(())

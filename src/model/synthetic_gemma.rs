@@ -259,7 +259,8 @@ pub fn write_gemma_safetensors_dir(dir: &Path, spec: &GemmaSpec) -> candle_core:
         dir.join("config.json"),
         serde_json::to_string_pretty(&config).expect("json value serialises"),
     )?;
-    let tok = build_spm(&tokens, &scores, &types, Some(3)).map_err(candle_core::Error::msg)?;
+    let tok =
+        build_spm(&tokens, &scores, &types, Some(3), false).map_err(candle_core::Error::msg)?;
     tok.save(dir.join("tokenizer.json"), false)
         .map_err(candle_core::Error::msg)?;
     Ok(())

@@ -5,16 +5,14 @@
 //! SentencePiece BPE (`llama`, Gemma) is built in [`super::tokenizer_spm`].
 //!
 //! candle's own `TokenizerFromGguf` adds a prefix space for `pre = smollm` (llama.cpp does not), so
-//! the BPE is built here: byte-level, no prefix space, digits split one by one first for `smollm`.
+//! the BPE is built here: byte-level, no prefix space, split first as llama.cpp splits for the
+//! file's `tokenizer.ggml.pre` ([`super::pretok`]; an unknown name is refused).
 
 use std::path::Path;
 
 use serde::Serialize;
 use tokenizers::models::bpe::{Vocab, BPE};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-use tokenizers::pre_tokenizers::digits::Digits;
-use tokenizers::pre_tokenizers::sequence::Sequence;
-use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::AddedToken;
 
 use super::gguf::Gguf;
@@ -37,6 +35,8 @@ pub struct TokenizerInfo {
     pub pad_id: Option<u32>,
     /// Whether a BOS token is put before every encoded prompt.
     pub add_bos: bool,
+    /// Whether an EOS token is put after every encoded prompt (`tokenizer.ggml.add_eos_token`).
+    pub add_eos: bool,
     /// Time to build the tokenizer from the GGUF metadata, in milliseconds (part of the load
     /// clock; 0 for a `tokenizer.json`, which is read rather than built).
     pub build_ms: f64,
@@ -74,19 +74,27 @@ impl Tokenizer {
             .cloned();
         let id = |key: &str| gguf.opt_u64(key).and_then(|x| u32::try_from(x).ok());
         let started = std::time::Instant::now();
+        // llama.cpp's default when the file has no add_bos_token: SentencePiece yes, BPE by its
+        // pre-tokenizer.
+        let mut bpe_add_bos = true;
         let built = match model.as_str() {
             "gpt2" => {
                 let merges = gguf
                     .opt_strings("tokenizer.ggml.merges")?
                     .ok_or_else(|| no_tok("tokenizer.ggml.merges is missing"))?;
-                build_bpe(&tokens, &merges, &types, pre.as_deref())
+                let pre = super::pretok::lookup(pre.as_deref()).map_err(|detail| {
+                    ModelError::Invalid { path: gguf.path.clone(), detail }
+                })?;
+                bpe_add_bos = pre.add_bos;
+                build_bpe(&tokens, &merges, &types, &pre)
             }
             "llama" => {
                 let scores = scores(gguf)?.ok_or_else(|| no_tok("tokenizer.ggml.scores is missing"))?;
                 if scores.len() != tokens.len() {
                     return Err(no_tok("tokenizer.ggml.scores and tokenizer.ggml.tokens differ in length"));
                 }
-                super::tokenizer_spm::build_spm(&tokens, &scores, &types, id("tokenizer.ggml.unknown_token_id"))
+                let prefix = gguf.opt_bool("tokenizer.ggml.add_space_prefix").unwrap_or(true);
+                super::tokenizer_spm::build_spm(&tokens, &scores, &types, id("tokenizer.ggml.unknown_token_id"), prefix)
             }
             _ => {
                 return Err(ModelError::Invalid {
@@ -111,6 +119,9 @@ impl Tokenizer {
             pad_id: id("tokenizer.ggml.padding_token_id"),
             add_bos: gguf
                 .opt_bool("tokenizer.ggml.add_bos_token")
+                .unwrap_or(bpe_add_bos),
+            add_eos: gguf
+                .opt_bool("tokenizer.ggml.add_eos_token")
                 .unwrap_or(false),
         };
         Ok(Self { inner, info })
@@ -135,12 +146,13 @@ impl Tokenizer {
             eos_id,
             pad_id: None,
             add_bos: false,
+            add_eos: false,
         };
         Ok(Self { inner, info })
     }
 
     /// Encodes text; special-token strings (e.g. `<|im_start|>`) become their ids; a BOS is put
-    /// first when the model asks for one.
+    /// first and an EOS last when the model asks for them (llama.cpp's `add_special`).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
         let enc = self
             .inner
@@ -151,6 +163,9 @@ impl Tokenizer {
             ids.push(bos);
         }
         ids.extend_from_slice(enc.get_ids());
+        if let (true, Some(eos)) = (self.info.add_eos, self.info.eos_id) {
+            ids.push(eos);
+        }
         Ok(ids)
     }
 
@@ -199,27 +214,33 @@ pub(crate) fn build_bpe(
     tokens: &[String],
     merges: &[String],
     types: &[i64],
-    pre: Option<&str>,
+    pre: &super::pretok::PreTok,
 ) -> Result<tokenizers::Tokenizer, String> {
     let vocab: Vocab = tokens
         .iter()
         .enumerate()
         .map(|(i, t)| (t.clone(), i as u32))
         .collect();
-    let merges = merges
-        .iter()
-        .map(|m| {
-            m.split_once(' ')
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .ok_or_else(|| format!("merge '{m}' has no space"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    // A merge listed twice keeps its first rank, as llama.cpp's rank map does (`tokenizers`
+    // would keep the last).
+    let mut seen = std::collections::HashSet::new();
+    let mut pairs = Vec::with_capacity(merges.len());
+    for m in merges {
+        let (a, b) = m
+            .split_once(' ')
+            .ok_or_else(|| format!("merge '{m}' has no space"))?;
+        if seen.insert((a, b)) {
+            pairs.push((a.to_string(), b.to_string()));
+        }
+    }
+    let merges = pairs;
     let bpe = BPE::builder()
         .vocab_and_merges(vocab, merges)
+        .ignore_merges(pre.ignore_merges)
         .build()
         .map_err(|e| e.to_string())?;
     let mut tok = tokenizers::Tokenizer::new(bpe);
-    tok.with_pre_tokenizer(Some(pre_tokenizer(pre)));
+    tok.with_pre_tokenizer(Some(pre.build()?));
     tok.with_decoder(Some(ByteLevel::default()));
     let special: Vec<AddedToken> = tokens
         .iter()
@@ -229,17 +250,4 @@ pub(crate) fn build_bpe(
         .collect();
     tok.add_special_tokens(special).map_err(|e| e.to_string())?;
     Ok(tok)
-}
-
-/// The pre-tokenizer for a GGUF `tokenizer.ggml.pre` value: GPT-2's regex without a prefix space,
-/// preceded by one-digit splitting for `smollm` (llama.cpp's rule for that name).
-fn pre_tokenizer(pre: Option<&str>) -> PreTokenizerWrapper {
-    let byte_level = ByteLevel::new(false, true, true);
-    if !matches!(pre, None | Some("default" | "gpt2" | "smollm")) {
-        tracing::warn!("tokenizer.ggml.pre = {pre:?} is not known here; using GPT-2's pre-tokenizer, ids may differ from llama.cpp's");
-    }
-    match pre {
-        Some("smollm") => Sequence::new(vec![Digits::new(true).into(), byte_level.into()]).into(),
-        _ => byte_level.into(),
-    }
 }

@@ -3,16 +3,19 @@
 //! and scores the way transformers' `SentencePieceExtractor` does it. For every normal piece,
 //! each split into two pieces that are both in the vocabulary is a merge (within one piece
 //! ordered by the halves' ids); all merges are then stable-sorted by the merged piece's score,
-//! highest first. Spaces become `▁` (no prefix space: `add_space_prefix` is false for these
-//! files), unknown bytes fall back to `<0xNN>` tokens, control and user-defined tokens are
-//! matched whole. Gemma 3's 262 144 pieces give about 513 000 merges; the build takes about a
+//! highest first. Spaces become `▁`; with `tokenizer.ggml.add_space_prefix` (llama.cpp's
+//! default for these files; Gemma 3's converter writes false) a `▁` is also put before the text
+//! and after every special token, as llama.cpp does; unknown bytes fall back to `<0xNN>` tokens,
+//! control and user-defined tokens are matched whole. Gemma 3's 262 144 pieces give about 513 000 merges; the build takes about a
 //! second, once, at load (it is on the load clock, never on a step's).
 
 use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::fuse::Fuse;
 use tokenizers::decoders::sequence::Sequence as DecoderSequence;
 use tokenizers::models::bpe::{Vocab, BPE};
+use tokenizers::normalizers::prepend::Prepend;
 use tokenizers::normalizers::replace::Replace;
+use tokenizers::normalizers::utils::Sequence as NormalizerSequence;
 use tokenizers::{AddedToken, DecoderWrapper, NormalizerWrapper};
 
 /// GGUF `token_type` of a normal piece (the only kind merges are derived for).
@@ -59,6 +62,7 @@ pub fn build_spm(
     scores: &[f32],
     types: &[i64],
     unk: Option<u32>,
+    add_space_prefix: bool,
 ) -> Result<tokenizers::Tokenizer, String> {
     let merges = derive_merges(tokens, scores, types);
     let vocab: Vocab = tokens
@@ -75,8 +79,17 @@ pub fn build_spm(
     }
     let bpe = builder.build().map_err(|e| e.to_string())?;
     let mut tok = tokenizers::Tokenizer::new(bpe);
-    let space = Replace::new(" ", SPACE).map_err(|e| e.to_string())?;
-    tok.with_normalizer(Some(NormalizerWrapper::from(space)))
+    // Special tokens split the text first; the normalizer then sees each piece between them,
+    // so a prepended marker lands at the start and after every special token.
+    let space = NormalizerWrapper::from(Replace::new(" ", SPACE).map_err(|e| e.to_string())?);
+    let normalizer = match add_space_prefix {
+        false => space,
+        true => NormalizerWrapper::from(NormalizerSequence::new(vec![
+            space,
+            NormalizerWrapper::from(Prepend::new(SPACE.into())),
+        ])),
+    };
+    tok.with_normalizer(Some(normalizer))
         .map_err(|e| e.to_string())?;
     let unspace = tokenizers::decoders::DecoderWrapper::Replace(
         Replace::new(SPACE, " ").map_err(|e| e.to_string())?,

@@ -29,7 +29,7 @@ fn spaces_become_the_marker_and_unknown_bytes_fall_back() {
         types.push(6);
     }
     let scores = vec![0.0; tokens.len()];
-    let tok = build_spm(&tokens, &scores, &types, Some(0)).unwrap();
+    let tok = build_spm(&tokens, &scores, &types, Some(0), false).unwrap();
     let ids = tok.encode("hi hi<bos>é", false).unwrap().get_ids().to_vec();
     // é is two bytes, 0xC3 0xA9, with no piece of its own.
     let c3 = 7 + 0xC3;

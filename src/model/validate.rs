@@ -12,7 +12,10 @@ use std::ops::RangeInclusive;
 
 use candle_core::quantized::gguf_file::Value;
 
-use super::arch::{GemmaConfig, LlamaConfig, GEMMA3};
+use std::collections::HashSet;
+
+use super::arch::{GemmaConfig, LlamaConfig, RopeScaling};
+use super::families::Family;
 use super::gguf::Gguf;
 use super::weights::Names;
 
@@ -30,17 +33,14 @@ const TENSORS_PER_LAYER: usize = 9;
 pub(crate) use crate::error::{Problem, Problems};
 
 /// The model's hyper-parameters when the file passes, else every problem found.
-pub(crate) fn llama_config(g: &Gguf, arch: &str) -> Result<LlamaConfig, Vec<Problem>> {
-    let mut m = Meta {
-        g,
-        arch,
-        problems: Vec::new(),
-    };
+pub(crate) fn llama_config(g: &Gguf, family: &'static Family) -> Result<LlamaConfig, Vec<Problem>> {
+    let mut m = Meta::new(g, family);
     let cfg = m.hyper_parameters();
     let Some(cfg) = cfg else {
         return Err(m.problems);
     };
     m.tensors(&cfg);
+    m.unused();
     m.tokenizer(cfg.vocab as u64);
     if m.problems.is_empty() {
         Ok(cfg)
@@ -50,18 +50,15 @@ pub(crate) fn llama_config(g: &Gguf, arch: &str) -> Result<LlamaConfig, Vec<Prob
 }
 
 /// A Gemma 3 model's hyper-parameters when the file passes, else every problem found.
-pub(crate) fn gemma_config(g: &Gguf) -> Result<GemmaConfig, Vec<Problem>> {
-    let mut m = Meta {
-        g,
-        arch: GEMMA3,
-        problems: Vec::new(),
-    };
+pub(crate) fn gemma_config(g: &Gguf, family: &'static Family) -> Result<GemmaConfig, Vec<Problem>> {
+    let mut m = Meta::new(g, family);
     let Some(base) = m.hyper_parameters() else {
         return Err(m.problems);
     };
     let cfg = m.gemma(base);
     if let Some(cfg) = &cfg {
         m.gemma_tensors(&cfg.base);
+        m.unused();
         m.tokenizer(cfg.base.vocab as u64);
     }
     match cfg {
@@ -73,11 +70,24 @@ pub(crate) fn gemma_config(g: &Gguf) -> Result<GemmaConfig, Vec<Problem>> {
 /// Reads metadata, recording a [`Problem`] for each value that is missing, mistyped or out of range.
 struct Meta<'a> {
     g: &'a Gguf,
-    arch: &'a str,
+    arch: &'static str,
+    family: &'static Family,
     problems: Vec<Problem>,
+    /// Every tensor name the family reads, as the checks name them.
+    used: HashSet<String>,
 }
 
-impl Meta<'_> {
+impl<'a> Meta<'a> {
+    fn new(g: &'a Gguf, family: &'static Family) -> Self {
+        Self {
+            g,
+            arch: family.gguf,
+            family,
+            problems: Vec::new(),
+            used: HashSet::new(),
+        }
+    }
+
     fn key(&self, k: &str) -> String {
         format!("{}.{k}", self.arch)
     }
@@ -167,26 +177,9 @@ impl Meta<'_> {
                 &format!("a divisor of the {heads} attention heads"),
             );
         }
-        // Gemma's heads are wider than hidden / heads; the file says so in key_length.
-        let dim_key = if self.arch == GEMMA3 {
-            "attention.key_length"
-        } else {
-            "rope.dimension_count"
-        };
-        let widest = if self.arch == GEMMA3 {
-            MAX_HIDDEN
-        } else {
-            hidden
-        };
-        let head_dim = self.int(&self.key(dim_key), 2..=widest, Some(hidden / heads))?;
-        if head_dim % 2 != 0 || (self.arch == "llama" && head_dim * heads != hidden) {
-            let key = self.key(dim_key);
-            self.problem(
-                format!("metadata key {key}"),
-                head_dim,
-                &format!("an even head size; for llama, embedding_length {hidden} / {heads} heads"),
-            );
-        }
+        let head_dim = self.head_dim(hidden, heads)?;
+        let rope_scaling = self.rope_scaling();
+        self.unknown_keys();
         let vocab = self.vocab(hidden)?;
         if !self.problems.is_empty() {
             return None;
@@ -202,11 +195,138 @@ impl Meta<'_> {
             vocab: vocab as usize,
             rms_eps: eps?,
             rope_theta: theta?,
-            rope_interleaved: self.arch == "llama",
+            rope_interleaved: self.family.rope_interleaved,
             context_length: context? as usize,
-            qkv_bias: self.arch == "qwen2",
+            qkv_bias: self.family.qkv_bias,
+            qk_norm: self.family.qk_norm,
+            rope_scaling: rope_scaling?,
             nextn: nextn? as usize,
         })
+    }
+
+    /// The head size: `attention.key_length` (hidden / heads when absent), which
+    /// `attention.value_length` and `rope.dimension_count` must equal (a partial rotary or a
+    /// value width of its own is not implemented, so it is refused rather than ignored).
+    fn head_dim(&mut self, hidden: u64, heads: u64) -> Option<u64> {
+        let key = self.key("attention.key_length");
+        let d = self.int(&key, 2..=MAX_HIDDEN, Some(hidden / heads))?;
+        if d % 2 != 0 {
+            self.problem(format!("metadata key {key}"), d, "an even head size");
+            return None;
+        }
+        for (k, what) in [
+            (
+                "attention.value_length",
+                "a value width other than the key width",
+            ),
+            ("rope.dimension_count", "partial rotary embeddings"),
+        ] {
+            let key = self.key(k);
+            if let Some(n) = self.int(&key, 1..=MAX_HIDDEN, Some(d)) {
+                if n != d {
+                    self.problem(
+                        format!("metadata key {key}"),
+                        n,
+                        &format!("{d}, the head size ({what} is not implemented here)"),
+                    );
+                }
+            }
+        }
+        Some(d)
+    }
+
+    /// `rope.scaling.type` (or the older `rope.scale_linear`): none and linear are applied,
+    /// YaRN, LongRoPE and anything else refused by name.
+    fn rope_scaling(&mut self) -> Option<RopeScaling> {
+        let key = self.key("rope.scaling.type");
+        let kind = match self.g.get(&key) {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => {
+                self.problem(
+                    format!("metadata key {key}"),
+                    show(v),
+                    "a string such as linear",
+                );
+                return None;
+            }
+        };
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let factor_key = self.key("rope.scaling.factor");
+        match kind.as_deref() {
+            None => {
+                let legacy = self.key("rope.scale_linear");
+                if self.g.get(&legacy).is_none() {
+                    return Some(RopeScaling::None);
+                }
+                let f = self.float(&legacy, 1.0, positive, "a finite number above 0")?;
+                Some(if f == 1.0 {
+                    RopeScaling::None
+                } else {
+                    RopeScaling::Linear { factor: f }
+                })
+            }
+            Some("none") => Some(RopeScaling::None),
+            Some("linear") => {
+                let f = self.float(&factor_key, 1.0, positive, "a finite number above 0")?;
+                Some(RopeScaling::Linear { factor: f })
+            }
+            Some(other) => {
+                self.problem(
+                    format!("metadata key {key}"),
+                    format!("{other:?}"),
+                    "none or linear (other RoPE scaling is not implemented here; positions \
+                     would be rotated wrong)",
+                );
+                None
+            }
+        }
+    }
+
+    /// Every `ARCH.*` key the family does not read: it may change the computation.
+    fn unknown_keys(&mut self) {
+        let prefix = format!("{}.", self.arch);
+        let mut unknown: Vec<String> = self
+            .g
+            .content
+            .metadata
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .filter(|k| !self.family.reads(k))
+            .map(str::to_string)
+            .collect();
+        unknown.sort();
+        for k in unknown {
+            self.problem(
+                format!("metadata key {}{k}", prefix),
+                "a key the family does not read",
+                &format!(
+                    "no such key: {} would be ignored, and it may change the computation",
+                    self.arch
+                ),
+            );
+        }
+    }
+
+    /// Every tensor the family does not read, named with what it would mean.
+    fn unused(&mut self) {
+        let mut extra: Vec<&String> = self
+            .g
+            .content
+            .tensor_infos
+            .keys()
+            .filter(|k| !self.used.contains(*k))
+            .collect();
+        extra.sort();
+        let extra: Vec<String> = extra.into_iter().cloned().collect();
+        for name in extra {
+            let meaning = tensor_meaning(&name);
+            self.problem(
+                format!("tensor {name}"),
+                "a tensor the family does not read",
+                &format!("no such tensor for {} ({meaning})", self.arch),
+            );
+        }
     }
 
     /// `ARCH.nextn_predict_layers` (0 when absent): fewer than the `blocks` of `block_count`,
@@ -295,6 +415,9 @@ impl Meta<'_> {
         self.shape(n.embed(), &[v, h], true);
         self.shape(n.head(), &[v, h], false);
         self.shape(n.norm(), &[h], true);
+        if self.family.rope_freqs {
+            self.shape(ROPE_FREQS, &[cfg.head_dim / 2], false);
+        }
         for i in 0..blocks {
             for (part, dims) in [
                 ("q", vec![q, h]),
@@ -312,6 +435,11 @@ impl Meta<'_> {
             if cfg.qkv_bias {
                 for (part, width) in [("q", q), ("k", kv), ("v", kv)] {
                     self.shape(&n.layer(i, part, "bias"), &[width], false);
+                }
+            }
+            if cfg.qk_norm {
+                for part in ["q_norm", "k_norm"] {
+                    self.shape(&n.layer(i, part, "weight"), &[cfg.head_dim], true);
                 }
             }
         }
@@ -418,6 +546,7 @@ impl Meta<'_> {
     }
 
     fn shape(&mut self, name: &str, want: &[usize], required: bool) {
+        self.used.insert(name.to_string());
         match self.g.content.tensor_infos.get(name) {
             Some(info) if info.shape.dims() != want => self.problem(
                 format!("tensor {name} shape"),
@@ -459,6 +588,26 @@ impl Meta<'_> {
                 }
             }
         }
+    }
+}
+
+/// Llama 3's per-frequency RoPE divisors in GGUF.
+pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
+
+/// What a tensor a family does not read would mean, for the refusal.
+fn tensor_meaning(name: &str) -> &'static str {
+    let part = name
+        .strip_prefix("blk.")
+        .map_or(name, |rest| rest.split_once('.').map_or(rest, |(_, p)| p));
+    match part {
+        "rope_freqs.weight" => "Llama-3 RoPE scaling frequency factors",
+        "attn_q_norm.weight" | "attn_k_norm.weight" => "per-head q/k RMSNorm",
+        "attn_q.bias" | "attn_k.bias" | "attn_v.bias" => "Q/K/V projection bias",
+        "attn_qkv.weight" => "a fused QKV projection",
+        "ffn_gate_inp.weight" => "a mixture-of-experts router",
+        "rope_factors_long.weight" | "rope_factors_short.weight" => "LongRoPE frequency factors",
+        "attn_output.bias" | "ffn_down.bias" | "ffn_up.bias" => "a projection bias",
+        _ => "unknown to this family; running without it would compute something else",
     }
 }
 

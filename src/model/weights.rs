@@ -40,7 +40,7 @@ impl Names {
             Self::Hf => "lm_head.weight",
         }
     }
-    /// The name of `part` (`q k v o gate up down attn_norm ffn_norm`) in layer `i`; `suffix`
+    /// The name of `part` (`q k v o gate up down attn_norm ffn_norm q_norm k_norm`) in layer `i`; `suffix`
     /// is `weight` or `bias`.
     pub(crate) fn layer(&self, i: usize, part: &str, suffix: &str) -> String {
         let (gguf, hf) = match part {
@@ -53,6 +53,8 @@ impl Names {
             "down" => ("ffn_down", "mlp.down_proj"),
             "attn_norm" => ("attn_norm", "input_layernorm"),
             "ffn_norm" => ("ffn_norm", "post_attention_layernorm"),
+            "q_norm" => ("attn_q_norm", "self_attn.q_norm"),
+            "k_norm" => ("attn_k_norm", "self_attn.k_norm"),
             _ => unreachable!("unknown layer part {part}; this is a bug"),
         };
         match self {

@@ -184,18 +184,19 @@ fn synthetic_tokenizer_adds_bos_and_matches_specials() {
     write_gemma_gguf(&path, &GemmaSpec::default()).unwrap();
     let m = load(&path, WeightDType::Q);
     let ids = m.tokenizer.encode("the abc<end_of_turn>").unwrap();
-    // "the" is one piece; " abc" has no "▁abc" piece: "▁a" (score -273) is merged before
-    // "ab" (-274), so it is "▁a" then "b", "c" ("bc" is not a piece).
+    // The file has no add_space_prefix key, so a "▁" goes first (llama.cpp's default for
+    // SentencePiece): "▁the" is one piece; " abc" has no "▁abc" piece: "▁a" (score -273) is
+    // merged before "ab" (-274), so it is "▁a" then "b", "c" ("bc" is not a piece).
     let pieces: Vec<String> = ids
         .iter()
         .map(|&i| m.tokenizer.inner().id_to_token(i).unwrap())
         .collect();
-    assert_eq!(pieces, ["<bos>", "the", "▁a", "b", "c", "<end_of_turn>"]);
+    assert_eq!(pieces, ["<bos>", "▁the", "▁a", "b", "c", "<end_of_turn>"]);
     assert_eq!(ids[0], 2);
     assert_eq!(*ids.last().unwrap(), 5);
     assert_eq!(
         m.tokenizer.decode(&ids[1..]).unwrap(),
-        "the abc<end_of_turn>"
+        " the abc<end_of_turn>"
     );
     assert!(m.chat.is_none());
 }

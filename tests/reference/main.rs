@@ -7,5 +7,6 @@ mod common;
 
 mod gemma_real;
 mod gemma_reference;
+mod oracle;
 mod real_model;
 mod reference_synthetic;

@@ -83,7 +83,8 @@ const REPORT_HELP: &str = "Examples:
 const INSPECT_HELP: &str = "Examples:
   tokfire inspect
   tokfire inspect my-model.gguf --json
-  tokfire inspect --tokenize 'Hello world'";
+  tokfire inspect --tokenize 'Hello world'
+  tokfire inspect --families        (what loads: families, their tensors and pre-tokenizers)";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -399,6 +400,9 @@ pub struct InspectArgs {
     /// Print the token ids of TEXT (like llama.cpp's llama-tokenize).
     #[arg(long, value_name = "TEXT")]
     pub tokenize: Option<String>,
+    /// List the supported model families and pre-tokenizers instead (no model is read).
+    #[arg(long, conflicts_with = "tokenize")]
+    pub families: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,5 @@
 //! `tokfire inspect MODEL [--json] [--tokenize TEXT]`: prints what the file holds, then fails
-//! (exit 1) when the validation pass found problems in it.
+//! (exit 1) when the validation pass found problems in it; `--families` lists what loads.
 
 use crate::cli::InspectArgs;
 use crate::error::ModelError;
@@ -11,6 +11,10 @@ use crate::model::{resolve, ModelPath};
 use crate::report;
 
 pub(crate) fn run(args: InspectArgs) -> anyhow::Result<()> {
+    if args.families {
+        print!("{}", report::inspect::families(args.json)?);
+        return Ok(());
+    }
     let cfg = super::base_config(&args.model, args.cache_dir.clone());
     let path = resolve(&cfg)?;
     if let Some(text) = &args.tokenize {

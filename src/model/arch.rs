@@ -38,6 +38,10 @@ pub struct LlamaConfig {
     /// RoPE scaling applied to every frequency.
     #[serde(default, skip_serializing_if = "RopeScaling::is_none")]
     pub rope_scaling: RopeScaling,
+    /// Every `n`-th layer (layer i when (i + 1) % n == 0) has no RoPE (SmolLM3's NoPE layers);
+    /// 0: every layer rotates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nope_every: usize,
     /// Multi-token-prediction (`nextn`) blocks stored after the `layers` regular ones (GGUF key
     /// `ARCH.nextn_predict_layers`; `block_count` counts both, as llama.cpp writes it).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -184,11 +188,17 @@ impl LlamaConfig {
             qkv_bias: family.qkv_bias,
             qk_norm: family.qk_norm,
             rope_scaling,
+            nope_every: nope_from_hf(path, family, &hf)?,
             arch: family.gguf.into(),
             nextn: 0,
         };
         cfg.validate(path)?;
         Ok(cfg)
+    }
+
+    /// Whether layer `l` rotates q and k.
+    pub fn ropes(&self, l: usize) -> bool {
+        self.nope_every == 0 || !(l + 1).is_multiple_of(self.nope_every)
     }
 
     fn validate(&self, path: &Path) -> Result<(), ModelError> {
@@ -232,6 +242,29 @@ fn check_hf(path: &Path, model_type: &str) -> Result<&'static Family, ModelError
     })
 }
 
+/// SmolLM3's NoPE layers from a `config.json`: `no_rope_layers` (1 = rotates) must follow the
+/// every-`no_rope_layer_interval`-th pattern llama.cpp applies, else the file is refused.
+fn nope_from_hf(path: &Path, family: &Family, hf: &HfConfig) -> Result<usize, ModelError> {
+    if family.nope_every == 0 {
+        return Ok(0);
+    }
+    let n = hf.no_rope_layer_interval.unwrap_or(family.nope_every);
+    let pattern: Vec<u8> = (0..hf.num_hidden_layers)
+        .map(|l| u8::from(!(l + 1).is_multiple_of(n.max(1))))
+        .collect();
+    match &hf.no_rope_layers {
+        Some(given) if *given != pattern || n != family.nope_every => Err(ModelError::Invalid {
+            path: path.to_path_buf(),
+            detail: format!(
+                "no_rope_layers / no_rope_layer_interval differ from every {}th layer without \
+                 RoPE, the only pattern implemented (as in llama.cpp)",
+                family.nope_every
+            ),
+        }),
+        _ => Ok(family.nope_every),
+    }
+}
+
 /// The fields of a Hugging Face `config.json` that matter here.
 #[derive(Debug, Deserialize)]
 struct HfConfig {
@@ -247,6 +280,8 @@ struct HfConfig {
     rope_theta: Option<f64>,
     max_position_embeddings: Option<usize>,
     rope_scaling: Option<serde_json::Value>,
+    no_rope_layers: Option<Vec<u8>>,
+    no_rope_layer_interval: Option<usize>,
 }
 
 /// Hyper-parameters of a Gemma 3 model: the llama-family shape plus what Gemma adds.
@@ -337,6 +372,7 @@ impl GemmaConfig {
             qkv_bias: false,
             qk_norm: true,
             rope_scaling: RopeScaling::None,
+            nope_every: 0,
             nextn: 0,
         };
         base.validate(path)?;

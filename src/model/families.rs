@@ -31,6 +31,9 @@ pub struct Family {
     pub rope_interleaved: bool,
     /// A Llama-3 `rope_freqs.weight` (per-frequency divisors) is applied.
     pub rope_freqs: bool,
+    /// Every `n`-th layer has no RoPE (llama.cpp's `n_no_rope_layer_step`, fixed per family);
+    /// 0: none.
+    pub nope_every: usize,
     /// `ARCH.*` keys read beyond [`COMMON_KEYS`].
     pub keys: &'static [&'static str],
     /// What the family is, for `inspect --families`.
@@ -67,6 +70,7 @@ pub const FAMILIES: &[Family] = &[
         qk_norm: false,
         rope_interleaved: true,
         rope_freqs: true,
+        nope_every: 0,
         keys: &[],
         about: "Llama 2/3 (Llama-3 rope_freqs), SmolLM2, Mistral 7B; DeepSeek-style nextn MTP",
     },
@@ -78,6 +82,7 @@ pub const FAMILIES: &[Family] = &[
         qk_norm: false,
         rope_interleaved: false,
         rope_freqs: false,
+        nope_every: 0,
         keys: &[],
         about: "Qwen2, Qwen2.5: llama block with Q/K/V bias, NEOX RoPE",
     },
@@ -89,8 +94,21 @@ pub const FAMILIES: &[Family] = &[
         qk_norm: true,
         rope_interleaved: false,
         rope_freqs: false,
+        nope_every: 0,
         keys: &[],
         about: "Qwen3 dense: llama block with per-head q/k RMSNorm, NEOX RoPE",
+    },
+    Family {
+        gguf: "smollm3",
+        hf: &["smollm3"],
+        engine: Engine::Llama,
+        qkv_bias: false,
+        qk_norm: false,
+        rope_interleaved: true,
+        rope_freqs: false,
+        nope_every: 4,
+        keys: &[],
+        about: "SmolLM3: llama block, no RoPE on every 4th layer (NoPE)",
     },
     Family {
         gguf: "gemma3",
@@ -100,6 +118,7 @@ pub const FAMILIES: &[Family] = &[
         qk_norm: true,
         rope_interleaved: false,
         rope_freqs: false,
+        nope_every: 0,
         keys: &[
             "attention.sliding_window",
             "attention.sliding_window_pattern",

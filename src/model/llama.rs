@@ -90,6 +90,8 @@ pub struct Llama {
     head: Linear,
     cos: Tensor,
     sin: Tensor,
+    /// Identity tables (cos 1, sin 0) for the layers without RoPE, when the family has any.
+    nope: Option<(Tensor, Tensor)>,
     device: Device,
     /// The first multi-token-prediction block, when the file has any (`cfg.nextn > 0`).
     nextn: Option<nextn::Nextn>,
@@ -151,6 +153,13 @@ impl Llama {
         let (cos, sin) =
             rope_tables_scaled(cfg.head_dim, cfg.rope_theta, positions, divisor, &device)
                 .map_err(ModelError::candle("building RoPE tables"))?;
+        let nope = match cfg.nope_every {
+            0 => None,
+            _ => Some(
+                (cos.ones_like().and_then(|c| Ok((c, sin.zeros_like()?))))
+                    .map_err(ModelError::candle("building the NoPE tables"))?,
+            ),
+        };
         Ok(Self {
             cfg,
             embed,
@@ -159,6 +168,7 @@ impl Llama {
             head,
             cos,
             sin,
+            nope,
             device,
             nextn,
         })
@@ -327,11 +337,12 @@ impl Llama {
             head_dim: c.head_dim,
             interleaved: c.rope_interleaved,
         };
+        let (cos, sin) = self.tables(l);
         let step = CpuAttention {
             dims,
             scoring: Scoring::causal(c.head_dim),
-            cos: &self.cos,
-            sin: &self.sin,
+            cos,
+            sin,
             device: &self.device,
         };
         step.run(l, qkv, plan, caches)
@@ -351,9 +362,15 @@ impl Llama {
         let t = plan.tokens.len();
         let (qw, kw) = (c.heads * c.head_dim, c.kv_heads * c.head_dim);
         let q = qkv.narrow(1, 0, qw)?.contiguous()?;
-        let q = self.rope(&q.reshape((t, c.heads, 1, c.head_dim))?, cos, sin)?;
         let k = qkv.narrow(1, qw, kw)?.contiguous()?;
-        let k = self.rope(&k.reshape((t, c.kv_heads, 1, c.head_dim))?, cos, sin)?;
+        let (q, k) = (
+            q.reshape((t, c.heads, 1, c.head_dim))?,
+            k.reshape((t, c.kv_heads, 1, c.head_dim))?,
+        );
+        let (q, k) = match c.ropes(l) {
+            true => (self.rope(&q, cos, sin)?, self.rope(&k, cos, sin)?),
+            false => (q, k),
+        };
         let v = qkv
             .narrow(1, qw + kw, kw)?
             .contiguous()?
@@ -399,6 +416,14 @@ impl Llama {
         } else {
             Tensor::cat(&outs, 0)?
         })
+    }
+
+    /// Layer `l`'s RoPE tables: the model's, or the identity for a layer without RoPE.
+    fn tables(&self, l: usize) -> (&Tensor, &Tensor) {
+        match &self.nope {
+            Some((c, s)) if !self.cfg.ropes(l) => (c, s),
+            _ => (&self.cos, &self.sin),
+        }
     }
 
     fn rope(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> candle_core::Result<Tensor> {

@@ -280,6 +280,12 @@ pub(crate) fn write_gguf_with(
             ),
         ]);
     }
+    if a == "qwen3" {
+        // As Qwen3's converter writes them (candle's reader needs them).
+        for k in ["attention.key_length", "attention.value_length"] {
+            meta.push((key(k), Value::U32(hd as u32)));
+        }
+    }
     if let (true, Some(b)) = (spec.tokenizer, spec.add_bos) {
         meta.push(("tokenizer.ggml.add_bos_token".into(), Value::Bool(b)));
     }

@@ -200,6 +200,7 @@ impl<'a> Meta<'a> {
             qkv_bias: self.family.qkv_bias,
             qk_norm: self.family.qk_norm,
             rope_scaling: rope_scaling?,
+            nope_every: self.family.nope_every,
             nextn: nextn? as usize,
         })
     }

@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
+use crate::model::families::{self, FAMILIES};
 use crate::model::inspect::ModelReport;
+use crate::model::pretok;
 use crate::model::tokenizer::Tokenizer;
 use crate::model::ModelPath;
 
@@ -96,11 +98,39 @@ pub(crate) fn text(r: &ModelReport) -> String {
             ),
         );
     }
+    if let Some(f) = &r.family {
+        let mut adds = Vec::new();
+        if f.qkv_bias {
+            adds.push("q/k/v bias");
+        }
+        if f.qk_norm {
+            adds.push("q/k RMSNorm");
+        }
+        let adds = match adds.is_empty() {
+            true => String::new(),
+            false => format!("{}; ", adds.join(", ")),
+        };
+        line("family", f.about.clone());
+        line(
+            "applies",
+            format!(
+                "{adds}RoPE pairs {}, scaling {}",
+                f.rope_pairs, f.rope_scaling
+            ),
+        );
+    }
     line("vocab", opt(r.vocab_size));
+    let split = r
+        .family
+        .as_ref()
+        .and_then(|f| f.pre_tokenizer.as_deref())
+        .filter(|k| r.tokenizer_pre.as_deref() != Some(*k))
+        .map(|k| format!(", split as llama.cpp's {k}"))
+        .unwrap_or_default();
     let pre = r
         .tokenizer_pre
         .as_deref()
-        .map(|p| format!(" (pre {p})"))
+        .map(|p| format!(" (pre {p}{split})"))
         .unwrap_or_default();
     let add_bos = r
         .add_bos
@@ -133,6 +163,48 @@ pub(crate) fn text(r: &ModelReport) -> String {
         line(if i == 0 { "problems" } else { "" }, p.to_string());
     }
     super::wrap(&s)
+}
+
+/// `inspect --families`: every family (GGUF and `config.json` names, what it is, what it adds)
+/// and every pre-tokenizer name, as text or JSON.
+pub(crate) fn families(json: bool) -> anyhow::Result<String> {
+    if json {
+        let list: Vec<_> = FAMILIES
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "gguf": f.gguf, "config_json": f.hf, "about": f.about,
+                    "qkv_bias": f.qkv_bias, "qk_norm": f.qk_norm,
+                    "rope_interleaved": f.rope_interleaved, "rope_freqs": f.rope_freqs,
+                    "keys": families::COMMON_KEYS.iter().chain(f.keys).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let pre: Vec<_> = pretok::KNOWN
+            .iter()
+            .map(|(n, p)| serde_json::json!({ "name": n, "type": p.kind }))
+            .collect();
+        let v = serde_json::json!({ "families": list, "pre_tokenizers": pre });
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+    }
+    let mut s =
+        String::from("Model families (GGUF general.architecture; config.json model_type):\n");
+    for f in FAMILIES {
+        let _ = writeln!(s, "  {:<8}{} ({})", f.gguf, f.about, f.hf.join(", "));
+    }
+    let _ = writeln!(
+        s,
+        "\nEvery tensor and ARCH.* key in a file must be one its family reads, else the file is \
+         refused by name (a key it ignores could change the computation). RoPE scaling: none, \
+         linear, Llama-3 rope_freqs; YaRN and LongRoPE are refused."
+    );
+    let _ = writeln!(
+        s,
+        "\nPre-tokenizers (tokenizer.ggml.pre of byte-level BPE files), split exactly as \
+         llama.cpp 0c1e57098 splits them; any other name is refused: {}",
+        pretok::names()
+    );
+    Ok(super::wrap(&s))
 }
 
 /// Token ids of an encoded text: `[1, 2, 3]` then one `id -> 'piece'` line each, or JSON.

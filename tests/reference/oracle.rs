@@ -54,6 +54,13 @@ fn family_models() -> Vec<(&'static str, Writer)> {
         ("qwen2", write(spec("qwen2", 22))),
         ("qwen3", write(spec("qwen3", 23))),
         (
+            "smollm3",
+            write(Spec {
+                layers: 4,
+                ..spec("smollm3", 24)
+            }),
+        ),
+        (
             "gemma3",
             Box::new(|p: &Path| write_gemma_gguf(p, &GemmaSpec::default()).unwrap()),
         ),
@@ -169,8 +176,15 @@ fn sha256(path: &Path) -> String {
         .collect()
 }
 
-/// Logits differ only by the order of f32 operations (same F32 weights, F32 KV on both sides).
-const TOL: f32 = 2e-3;
+/// Logits differ only by the order of f32 operations (same F32 weights, F32 KV on both sides):
+/// measured 2e-6 for the llama-engine families. ggml's GELU reads an f16 table, so Gemma's
+/// logits differ by about 1e-3 (measured 1.06e-3).
+fn tolerance(name: &str) -> f32 {
+    match name {
+        "gemma3" => 3e-3,
+        _ => 2e-5,
+    }
+}
 
 #[test]
 fn every_family_matches_llama_cpp() {
@@ -204,11 +218,21 @@ fn every_family_matches_llama_cpp() {
             ours, want.greedy,
             "{name}: greedy ids differ from llama.cpp's"
         );
+        let worst = want
+            .top
+            .iter()
+            .flat_map(|t| {
+                t.logits
+                    .iter()
+                    .map(|&(id, v)| (rows[t.pos][id as usize] - v).abs())
+            })
+            .fold(0f32, f32::max);
+        eprintln!("{name}: greedy ids equal; top logits within {worst:.2e} of llama.cpp's");
         for top in &want.top {
             for &(id, value) in &top.logits {
                 let got = rows[top.pos][id as usize];
                 assert!(
-                    (got - value).abs() <= TOL * value.abs().max(1.0),
+                    (got - value).abs() <= tolerance(name) * value.abs().max(1.0),
                     "{name}: logit of {id} at position {} is {got}, llama.cpp {value}",
                     top.pos
                 );

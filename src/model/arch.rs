@@ -42,6 +42,17 @@ pub struct LlamaConfig {
     /// 0: every layer rotates.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub nope_every: usize,
+    /// Dimensions of a head that RoPE rotates when fewer than `head_dim` (partial rotary,
+    /// Phi-4-mini); 0: all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rope_dims: usize,
+    /// q/k/v stored as one `attn_qkv` matrix and gate/up as one `ffn_up` (phi3).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fused: bool,
+    /// LongRoPE (phi3): the context the short factors are for, the factor set in use, and the
+    /// scale of cos and sin (`rope.scaling.attn_factor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_rope: Option<LongRope>,
     /// Multi-token-prediction (`nextn`) blocks stored after the `layers` regular ones (GGUF key
     /// `ARCH.nextn_predict_layers`; `block_count` counts both, as llama.cpp writes it).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -54,6 +65,26 @@ fn is_zero(n: &usize) -> bool {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+/// A phi3 file's LongRoPE: `rope_factors_long.weight` and `rope_factors_short.weight` divide
+/// the frequencies; llama.cpp uses the long ones when the context exceeds
+/// `original_context`, so does this engine for the context it builds RoPE tables for.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LongRope {
+    pub original_context: usize,
+    /// `long` or `short`: the factors in use.
+    pub factors: LongRopeSet,
+    /// cos and sin are multiplied by this (llama.cpp's `attn_factor`).
+    pub attn_factor: f64,
+}
+
+/// Which LongRoPE factors are in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LongRopeSet {
+    Long,
+    Short,
 }
 
 /// RoPE scaling of every frequency, beside a GGUF's per-frequency `rope_freqs.weight` (which the
@@ -166,6 +197,14 @@ impl LlamaConfig {
         })?;
         let model_type = hf.model_type.clone().unwrap_or_else(|| "llama".into());
         let family = check_hf(path, &model_type)?;
+        if family.phi3 {
+            return Err(ModelError::Invalid {
+                path: path.to_path_buf(),
+                detail: "phi3 loads from GGUF only for now (its config.json layout is not \
+                         read); convert it with llama.cpp's convert_hf_to_gguf.py"
+                    .into(),
+            });
+        }
         let heads = hf.num_attention_heads;
         let rope_scaling =
             RopeScaling::from_hf(hf.rope_scaling.as_ref().unwrap_or(&serde_json::Value::Null))
@@ -189,11 +228,22 @@ impl LlamaConfig {
             qk_norm: family.qk_norm,
             rope_scaling,
             nope_every: nope_from_hf(path, family, &hf)?,
+            rope_dims: 0,
+            fused: false,
+            long_rope: None,
             arch: family.gguf.into(),
             nextn: 0,
         };
         cfg.validate(path)?;
         Ok(cfg)
+    }
+
+    /// The rotated dimensions of a head.
+    pub fn rot(&self) -> usize {
+        match self.rope_dims {
+            0 => self.head_dim,
+            n => n,
+        }
     }
 
     /// Whether layer `l` rotates q and k.
@@ -373,6 +423,9 @@ impl GemmaConfig {
             qk_norm: true,
             rope_scaling: RopeScaling::None,
             nope_every: 0,
+            rope_dims: 0,
+            fused: false,
+            long_rope: None,
             nextn: 0,
         };
         base.validate(path)?;

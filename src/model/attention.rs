@@ -24,6 +24,9 @@ pub(crate) struct Dims {
     pub head_dim: usize,
     /// Pairs `(x[2i], x[2i+1])` (GGUF llama) rather than halves.
     pub interleaved: bool,
+    /// The leading dimensions of a head that RoPE rotates (`head_dim` unless partial rotary);
+    /// the tables hold `rot / 2` angles a position.
+    pub rot: usize,
 }
 
 impl Dims {
@@ -35,8 +38,8 @@ impl Dims {
     }
 }
 
-/// Rotates one head vector in place by the angles of one position (candle's `rope`/`rope_i`
-/// formulas, value for value).
+/// Rotates one head vector (its rotated part, under partial rotary) in place by the angles of
+/// one position (candle's `rope`/`rope_i` formulas, value for value).
 pub(crate) fn rope_head(x: &mut [f32], cos: &[f32], sin: &[f32], interleaved: bool) {
     let half = x.len() / 2;
     for i in 0..half {
@@ -64,7 +67,7 @@ pub(crate) struct Split<'a> {
 
 impl Split<'_> {
     fn angles(&self, t: usize) -> (&[f32], &[f32]) {
-        let h = self.dims.head_dim / 2;
+        let h = self.dims.rot / 2;
         let p = self.positions[t] as usize;
         (&self.cos[p * h..(p + 1) * h], &self.sin[p * h..(p + 1) * h])
     }
@@ -83,7 +86,7 @@ impl Split<'_> {
             q.extend_from_slice(&self.row(t)[..qw]);
             let (cos, sin) = self.angles(t);
             for head in q[t * qw..].chunks_exact_mut(hd) {
-                rope_head(head, cos, sin, self.dims.interleaved);
+                rope_head(&mut head[..self.dims.rot], cos, sin, self.dims.interleaved);
             }
         }
         q
@@ -101,7 +104,7 @@ impl Split<'_> {
             for g in 0..d.kv_heads {
                 let dst = (g * n + i) * hd;
                 k[dst..dst + hd].copy_from_slice(&row[qw + g * hd..qw + (g + 1) * hd]);
-                rope_head(&mut k[dst..dst + hd], cos, sin, d.interleaved);
+                rope_head(&mut k[dst..dst + d.rot], cos, sin, d.interleaved);
                 v[dst..dst + hd].copy_from_slice(&row[qw + kw + g * hd..qw + kw + (g + 1) * hd]);
             }
         }

@@ -19,6 +19,7 @@ fn a_window_sees_only_its_last_keys() {
         kv_heads: 1,
         head_dim: 8,
         interleaved: false,
+        rot: 8,
     };
     let cap = 6;
     let mut k = vec![0f32; cap * 8];

@@ -34,6 +34,10 @@ pub struct Family {
     /// Every `n`-th layer has no RoPE (llama.cpp's `n_no_rope_layer_step`, fixed per family);
     /// 0: none.
     pub nope_every: usize,
+    /// Phi-3's layout and rules: fused `attn_qkv` and gate/up in `ffn_up`, partial rotary,
+    /// LongRoPE factor tensors, `attention.sliding_window` read but not applied (llama.cpp
+    /// 0c1e57098 disables Phi's sliding window, so its outputs are the reference).
+    pub phi3: bool,
     /// `ARCH.*` keys read beyond [`COMMON_KEYS`].
     pub keys: &'static [&'static str],
     /// What the family is, for `inspect --families`.
@@ -71,6 +75,7 @@ pub const FAMILIES: &[Family] = &[
         rope_interleaved: true,
         rope_freqs: true,
         nope_every: 0,
+        phi3: false,
         keys: &[],
         about: "Llama 2/3 (Llama-3 rope_freqs), SmolLM2, Mistral 7B; DeepSeek-style nextn MTP",
     },
@@ -83,6 +88,7 @@ pub const FAMILIES: &[Family] = &[
         rope_interleaved: false,
         rope_freqs: false,
         nope_every: 0,
+        phi3: false,
         keys: &[],
         about: "Qwen2, Qwen2.5: llama block with Q/K/V bias, NEOX RoPE",
     },
@@ -95,8 +101,27 @@ pub const FAMILIES: &[Family] = &[
         rope_interleaved: false,
         rope_freqs: false,
         nope_every: 0,
+        phi3: false,
         keys: &[],
         about: "Qwen3 dense: llama block with per-head q/k RMSNorm, NEOX RoPE",
+    },
+    Family {
+        gguf: "phi3",
+        hf: &["phi3"],
+        engine: Engine::Llama,
+        qkv_bias: false,
+        qk_norm: false,
+        rope_interleaved: false,
+        rope_freqs: false,
+        nope_every: 0,
+        phi3: true,
+        keys: &[
+            "rope.scaling.attn_factor",
+            "rope.scaling.original_context_length",
+            "attention.sliding_window",
+        ],
+        about: "Phi-3, Phi-4-mini: fused qkv and gate/up, partial rotary, LongRoPE; sliding \
+                window not applied (as llama.cpp)",
     },
     Family {
         gguf: "smollm3",
@@ -107,6 +132,7 @@ pub const FAMILIES: &[Family] = &[
         rope_interleaved: true,
         rope_freqs: false,
         nope_every: 4,
+        phi3: false,
         keys: &[],
         about: "SmolLM3: llama block, no RoPE on every 4th layer (NoPE)",
     },
@@ -119,6 +145,7 @@ pub const FAMILIES: &[Family] = &[
         rope_interleaved: false,
         rope_freqs: false,
         nope_every: 0,
+        phi3: false,
         keys: &[
             "attention.sliding_window",
             "attention.sliding_window_pattern",

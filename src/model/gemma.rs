@@ -264,6 +264,7 @@ impl Gemma {
                 kv_heads: b.kv_heads,
                 head_dim: b.head_dim,
                 interleaved: false,
+                rot: b.head_dim,
             },
             scoring: Scoring {
                 divisor: c.query_pre_attn_scalar.sqrt() as f32,

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::arch::RopeScaling;
+use super::arch::{LlamaConfig, RopeScaling};
 use super::families::{self, Family};
 use super::gguf::Gguf;
 use super::validate::{self, Problem};
@@ -69,22 +69,44 @@ pub struct FamilyReport {
     pub qk_norm: bool,
     /// `interleaved` (llama.cpp NORM) or `halves` (NEOX).
     pub rope_pairs: String,
-    /// `none`, `linear ×F`, `llama3 rope_freqs` (a GGUF's per-frequency divisors).
+    /// `none`, `linear ×F`, `llama3 rope_freqs` (a GGUF's per-frequency divisors), LongRoPE.
     pub rope_scaling: String,
+    /// Rotated dimensions of a head when fewer than all (partial rotary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rope_dims: Option<usize>,
+    /// Layers without RoPE (SmolLM3's every 4th).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nope_layers: Vec<usize>,
     /// The pre-tokenizer type llama.cpp would use, for a byte-level BPE vocabulary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pre_tokenizer: Option<String>,
 }
 
 impl FamilyReport {
-    fn new(f: &Family, g: &Gguf, scaling: Option<RopeScaling>) -> Self {
+    fn new(f: &Family, g: &Gguf, cfg: Option<LlamaConfig>) -> Self {
         let freqs = g.content.tensor_infos.contains_key(validate::ROPE_FREQS);
-        let rope_scaling = match (scaling, freqs) {
+        let scaling = cfg.as_ref().map(|c| c.rope_scaling);
+        let mut rope_scaling = match (scaling, freqs) {
             (_, true) if f.rope_freqs => "llama3 (rope_freqs.weight)".to_string(),
             (Some(RopeScaling::Linear { factor }), _) => format!("linear ×{factor}"),
             (Some(s), _) => format!("{s:?}").to_lowercase(),
             (None, _) => "n/a (the file has problems)".into(),
         };
+        if let Some(l) = cfg.as_ref().and_then(|c| c.long_rope) {
+            rope_scaling = format!(
+                "LongRoPE, {:?} factors (original context {}), cos/sin ×{:.3}",
+                l.factors, l.original_context, l.attn_factor
+            )
+            .to_lowercase();
+        }
+        let rope_dims = cfg
+            .as_ref()
+            .filter(|c| c.rope_dims > 0)
+            .map(|c| c.rope_dims);
+        let nope_layers = cfg
+            .as_ref()
+            .map(|c| (0..c.layers).filter(|&l| !c.ropes(l)).collect())
+            .unwrap_or_default();
         let bpe = g
             .get("tokenizer.ggml.model")
             .and_then(|v| v.to_string().ok())
@@ -101,6 +123,8 @@ impl FamilyReport {
             }
             .into(),
             rope_scaling,
+            rope_dims,
+            nope_layers,
             pre_tokenizer: bpe
                 .then(|| pretok::lookup(pre.map(String::as_str)).ok())
                 .flatten()
@@ -171,7 +195,7 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
             Err(p) => problems.extend(p),
         },
         Some(f) => match validate::llama_config(&g, f) {
-            Ok(c) => scaling = Some(c.rope_scaling),
+            Ok(c) => scaling = Some(c),
             Err(p) => problems.extend(p),
         },
         None => {}

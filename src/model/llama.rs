@@ -59,8 +59,19 @@ impl Layer {
             lin.with_bias(bias).map_err(ModelError::candle(bias_name))
         };
         let fused = |e| ModelError::candle(format!("stacking layer {i}'s projections"))(e);
-        let (q, k, v) = (proj("q", src)?, proj("k", src)?, proj("v", src)?);
-        let (gate, up) = (src.linear(&w("gate"), dtype)?, src.linear(&w("up"), dtype)?);
+        let (qkv, gate_up) = if cfg.fused {
+            (
+                Qkv::Fused(src.linear(&w("qkv"), dtype)?),
+                GateUp::Fused(src.linear(&w("gate_up"), dtype)?),
+            )
+        } else {
+            let (q, k, v) = (proj("q", src)?, proj("k", src)?, proj("v", src)?);
+            let (gate, up) = (src.linear(&w("gate"), dtype)?, src.linear(&w("up"), dtype)?);
+            (
+                Qkv::new(q, k, v).map_err(fused)?,
+                GateUp::new(gate, up).map_err(fused)?,
+            )
+        };
         let mut vector = |part: &str| -> Result<Vec<f32>, ModelError> {
             let t = src.dense(&w(part))?;
             t.to_vec1::<f32>().map_err(ModelError::candle(w(part)))
@@ -71,11 +82,11 @@ impl Layer {
         };
         Ok(Self {
             attn_norm: src.dense(&w("attn_norm"))?,
-            qkv: Qkv::new(q, k, v).map_err(fused)?,
+            qkv,
             qk_norm,
             o: src.linear(&w("o"), dtype)?,
             ffn_norm: src.dense(&w("ffn_norm"))?,
-            gate_up: GateUp::new(gate, up).map_err(fused)?,
+            gate_up,
             down: src.linear(&w("down"), dtype)?,
         })
     }
@@ -144,15 +155,27 @@ impl Llama {
             0 => None,
             _ => Some(nextn::Nextn::load(&cfg, src, dtype)?),
         };
+        if (cfg.fused || cfg.rope_dims > 0) && !device.is_cpu() {
+            return Err(ModelError::Invalid {
+                path: "--device".into(),
+                detail: format!(
+                    "{} runs on the CPU only for now; use --device cpu",
+                    cfg.arch
+                ),
+            });
+        }
         let positions = cfg.context_length.clamp(1, MAX_ROPE_POSITIONS);
         let freqs = rope_freqs(&cfg, src)?;
         let scaling = cfg.rope_scaling;
         let divisor = |i: usize, inv: f64| {
             scaling.divisor(inv) * freqs.as_ref().map_or(1.0, |f| f64::from(f[i]))
         };
-        let (cos, sin) =
-            rope_tables_scaled(cfg.head_dim, cfg.rope_theta, positions, divisor, &device)
-                .map_err(ModelError::candle("building RoPE tables"))?;
+        let (cos, sin) = rope_tables_scaled(cfg.rot(), cfg.rope_theta, positions, divisor, &device)
+            .and_then(|(c, s)| match cfg.long_rope.map(|l| l.attn_factor) {
+                Some(m) if m != 1.0 => Ok(((c * m)?, (s * m)?)),
+                _ => Ok((c, s)),
+            })
+            .map_err(ModelError::candle("building RoPE tables"))?;
         let nope = match cfg.nope_every {
             0 => None,
             _ => Some(
@@ -336,6 +359,7 @@ impl Llama {
             kv_heads: c.kv_heads,
             head_dim: c.head_dim,
             interleaved: c.rope_interleaved,
+            rot: c.rot(),
         };
         let (cos, sin) = self.tables(l);
         let step = CpuAttention {
@@ -588,13 +612,18 @@ impl StepPlan {
     }
 }
 
-/// A GGUF's `rope_freqs.weight` (Llama 3's per-frequency divisors), when it has one; the
-/// validation pass has checked its shape.
+/// A GGUF's per-frequency RoPE divisors, when it has them: Llama 3's `rope_freqs.weight`, or
+/// the LongRoPE set phi3's config chose; the validation pass has checked their shapes.
 fn rope_freqs(
     cfg: &LlamaConfig,
     src: &mut dyn WeightSource,
 ) -> Result<Option<Vec<f32>>, ModelError> {
-    let name = super::validate::ROPE_FREQS;
+    use super::arch::LongRopeSet;
+    let name = match cfg.long_rope.map(|l| l.factors) {
+        Some(LongRopeSet::Long) => super::validate::ROPE_LONG,
+        Some(LongRopeSet::Short) => super::validate::ROPE_SHORT,
+        None => super::validate::ROPE_FREQS,
+    };
     if !matches!(src.names(), super::weights::Names::Gguf) || !src.has(name) {
         return Ok(None);
     }
@@ -602,13 +631,13 @@ fn rope_freqs(
         .dense(name)?
         .to_vec1::<f32>()
         .map_err(ModelError::candle(name))?;
-    if f.len() != cfg.head_dim / 2 || f.iter().any(|x| !x.is_finite() || *x <= 0.0) {
+    if f.len() != cfg.rot() / 2 || f.iter().any(|x| !x.is_finite() || *x <= 0.0) {
         return Err(ModelError::Invalid {
             path: name.into(),
             detail: format!(
                 "{} divisors, expected {} finite ones above 0",
                 f.len(),
-                cfg.head_dim / 2
+                cfg.rot() / 2
             ),
         });
     }

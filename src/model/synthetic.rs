@@ -55,6 +55,10 @@ pub struct Spec {
     pub words: Vec<String>,
     /// `tokenizer.ggml.add_bos_token`; absent when `None` (the pre-tokenizer's default).
     pub add_bos: Option<bool>,
+    /// `rope.dimension_count` when it is less than the head size (partial rotary, phi3).
+    pub rope_dims: Option<usize>,
+    /// phi3's LongRoPE (GGUF only): long and short factors, `attn_factor`, original context.
+    pub long_rope: Option<(Vec<f32>, Vec<f32>, f32, usize)>,
 }
 
 impl Default for Spec {
@@ -76,6 +80,8 @@ impl Default for Spec {
             merges: Vec::new(),
             words: Vec::new(),
             add_bos: Some(false),
+            rope_dims: None,
+            long_rope: None,
         }
     }
 }
@@ -199,6 +205,24 @@ pub(crate) fn tensors(spec: &Spec, names: &Names) -> Vec<Weights> {
     if let (Some(f), Names::Gguf) = (&spec.rope_freqs, names) {
         out.push(("rope_freqs.weight".into(), f.clone(), (1, f.len())));
     }
+    if let (Some((long, short, _, _)), Names::Gguf) = (&spec.long_rope, names) {
+        out.push((
+            "rope_factors_long.weight".into(),
+            long.clone(),
+            (1, long.len()),
+        ));
+        out.push((
+            "rope_factors_short.weight".into(),
+            short.clone(),
+            (1, short.len()),
+        ));
+    }
+    if spec.arch == "phi3" {
+        for i in 0..spec.layers {
+            fuse(&mut out, names, i, &["q", "k", "v"], "qkv");
+            fuse(&mut out, names, i, &["gate", "up"], "gate_up");
+        }
+    }
     let mut norms = vec![names.norm().to_string()];
     for i in 0..spec.layers {
         norms.push(names.layer(i, "attn_norm", "weight"));
@@ -212,6 +236,23 @@ pub(crate) fn tensors(spec: &Spec, names: &Names) -> Vec<Weights> {
         ));
     }
     out
+}
+
+/// Replaces layer `i`'s `parts` by one matrix `into`, their rows stacked in order (phi3's
+/// `attn_qkv` and `ffn_up`).
+fn fuse(out: &mut Vec<Weights>, names: &Names, i: usize, parts: &[&str], into: &str) {
+    let wanted: Vec<String> = parts.iter().map(|p| names.layer(i, p, "weight")).collect();
+    let (mut data, mut rows, mut cols) = (Vec::new(), 0, 0);
+    for name in &wanted {
+        let at = out
+            .iter()
+            .position(|w| &w.0 == name)
+            .expect("part written above");
+        let (_, values, (r, c)) = out.remove(at);
+        data.extend(values);
+        (rows, cols) = (rows + r, c);
+    }
+    out.push((names.layer(i, into, "weight"), data, (rows, cols)));
 }
 
 /// Writes the model as a GGUF file with llama metadata, tokenizer and chat template.
@@ -259,7 +300,10 @@ pub(crate) fn write_gguf_with(
         ),
         (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
         (key("rope.freq_base"), Value::F32(10_000.0)),
-        (key("rope.dimension_count"), Value::U32(hd as u32)),
+        (
+            key("rope.dimension_count"),
+            Value::U32(spec.rope_dims.unwrap_or(hd) as u32),
+        ),
         (key("context_length"), Value::U32(spec.context as u32)),
     ];
     if spec.tokenizer {
@@ -279,6 +323,13 @@ pub(crate) fn write_gguf_with(
                 Value::String(CHATML.into()),
             ),
         ]);
+    }
+    if let Some((_, _, attn, original)) = &spec.long_rope {
+        meta.push((key("rope.scaling.attn_factor"), Value::F32(*attn)));
+        meta.push((
+            key("rope.scaling.original_context_length"),
+            Value::U32(*original as u32),
+        ));
     }
     if a == "qwen3" {
         // As Qwen3's converter writes them (candle's reader needs them).

@@ -14,9 +14,10 @@ use candle_core::quantized::gguf_file::Value;
 
 use std::collections::HashSet;
 
-use super::arch::{GemmaConfig, LlamaConfig, RopeScaling};
+use super::arch::{GemmaConfig, LlamaConfig, LongRope, LongRopeSet, RopeScaling};
 use super::families::Family;
 use super::gguf::Gguf;
+use super::llama::MAX_ROPE_POSITIONS;
 use super::weights::Names;
 
 /// Largest hidden width accepted.
@@ -27,7 +28,7 @@ const MAX_FFN: u64 = 1 << 22;
 const MAX_LAYERS: u64 = 1 << 12;
 /// Longest context accepted, in tokens.
 const MAX_CONTEXT: u64 = 1 << 24;
-/// Tensors every layer has (q, k, v, o, gate, up, down, two norms).
+/// Tensors every layer has (q, k, v, o, gate, up, down, two norms; 6 with phi3's fused ones).
 const TENSORS_PER_LAYER: usize = 9;
 
 pub(crate) use crate::error::{Problem, Problems};
@@ -177,8 +178,10 @@ impl<'a> Meta<'a> {
                 &format!("a divisor of the {heads} attention heads"),
             );
         }
-        let head_dim = self.head_dim(hidden, heads)?;
+        let (head_dim, rope_dims) = self.head_dim(hidden, heads)?;
         let rope_scaling = self.rope_scaling();
+        let context_len = context.unwrap_or(4096) as usize;
+        let long_rope = self.long_rope(context_len);
         self.unknown_keys();
         let vocab = self.vocab(hidden)?;
         if !self.problems.is_empty() {
@@ -201,39 +204,88 @@ impl<'a> Meta<'a> {
             qk_norm: self.family.qk_norm,
             rope_scaling: rope_scaling?,
             nope_every: self.family.nope_every,
+            rope_dims,
+            fused: self.family.phi3,
+            long_rope: long_rope?,
             nextn: nextn? as usize,
         })
     }
 
     /// The head size: `attention.key_length` (hidden / heads when absent), which
-    /// `attention.value_length` and `rope.dimension_count` must equal (a partial rotary or a
-    /// value width of its own is not implemented, so it is refused rather than ignored).
-    fn head_dim(&mut self, hidden: u64, heads: u64) -> Option<u64> {
+    /// `attention.value_length` must equal, and the rotated dimensions (0: all):
+    /// `rope.dimension_count` must equal the head size unless the family has partial rotary (a
+    /// value width of its own or an unsupported partial rotary is refused, not ignored).
+    fn head_dim(&mut self, hidden: u64, heads: u64) -> Option<(u64, usize)> {
         let key = self.key("attention.key_length");
         let d = self.int(&key, 2..=MAX_HIDDEN, Some(hidden / heads))?;
         if d % 2 != 0 {
             self.problem(format!("metadata key {key}"), d, "an even head size");
             return None;
         }
-        for (k, what) in [
-            (
-                "attention.value_length",
-                "a value width other than the key width",
-            ),
-            ("rope.dimension_count", "partial rotary embeddings"),
-        ] {
-            let key = self.key(k);
-            if let Some(n) = self.int(&key, 1..=MAX_HIDDEN, Some(d)) {
-                if n != d {
-                    self.problem(
-                        format!("metadata key {key}"),
-                        n,
-                        &format!("{d}, the head size ({what} is not implemented here)"),
-                    );
-                }
+        let key = self.key("attention.value_length");
+        if let Some(n) = self.int(&key, 1..=MAX_HIDDEN, Some(d)) {
+            if n != d {
+                self.problem(
+                    format!("metadata key {key}"),
+                    n,
+                    &format!("{d}, the head size (a value width of its own is not implemented)"),
+                );
             }
         }
-        Some(d)
+        let key = self.key("rope.dimension_count");
+        let rot = self.int(&key, 2..=d, Some(d))?;
+        let partial = self.family.phi3 && rot % 2 == 0;
+        if rot != d && !partial {
+            self.problem(
+                format!("metadata key {key}"),
+                rot,
+                &format!("{d}, the head size (partial rotary is not implemented for this family)"),
+            );
+            return None;
+        }
+        Some((d, if rot == d { 0 } else { rot as usize }))
+    }
+
+    /// phi3's LongRoPE: the factor tensors (both or neither), `rope.scaling.attn_factor` and
+    /// `rope.scaling.original_context_length`; long factors when the engine's RoPE tables
+    /// (the context, at most [`MAX_ROPE_POSITIONS`]) reach past the original context.
+    fn long_rope(&mut self, context: usize) -> Option<Option<LongRope>> {
+        if !self.family.phi3 {
+            return Some(None);
+        }
+        let has = |n: &str| self.g.content.tensor_infos.contains_key(n);
+        let (long, short) = (has(ROPE_LONG), has(ROPE_SHORT));
+        if long != short {
+            let missing = if long { ROPE_SHORT } else { ROPE_LONG };
+            self.problem(
+                format!("tensor {missing}"),
+                "nothing (it is missing)",
+                "both LongRoPE factor tensors or neither",
+            );
+            return None;
+        }
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let attn = self.key("rope.scaling.attn_factor");
+        let attn_factor = self.float(&attn, 1.0, positive, "a finite number above 0")?;
+        if !long {
+            return Some((attn_factor != 1.0).then_some(LongRope {
+                original_context: context,
+                factors: LongRopeSet::Short,
+                attn_factor,
+            }));
+        }
+        let key = self.key("rope.scaling.original_context_length");
+        let original = self.int(&key, 1..=MAX_CONTEXT, Some(context as u64))? as usize;
+        let tables = context.clamp(1, MAX_ROPE_POSITIONS);
+        Some(Some(LongRope {
+            original_context: original,
+            factors: if tables > original {
+                LongRopeSet::Long
+            } else {
+                LongRopeSet::Short
+            },
+            attn_factor,
+        }))
     }
 
     /// `rope.scaling.type` (or the older `rope.scale_linear`): none and linear are applied,
@@ -393,7 +445,8 @@ impl<'a> Meta<'a> {
     fn tensors(&mut self, cfg: &LlamaConfig) {
         let present = self.highest_layer().map_or(0, |l| l + 1);
         let blocks = cfg.layers + cfg.nextn;
-        if blocks > self.g.content.tensor_infos.len() / TENSORS_PER_LAYER || present > blocks {
+        let per_layer = if cfg.fused { 6 } else { TENSORS_PER_LAYER };
+        if blocks > self.g.content.tensor_infos.len() / per_layer || present > blocks {
             let key = self.key("block_count");
             let found = match cfg.nextn {
                 0 => blocks.to_string(),
@@ -419,18 +472,29 @@ impl<'a> Meta<'a> {
         if self.family.rope_freqs {
             self.shape(ROPE_FREQS, &[cfg.head_dim / 2], false);
         }
+        if cfg.fused {
+            let half = cfg.rot() / 2;
+            self.shape(ROPE_LONG, &[half], false);
+            self.shape(ROPE_SHORT, &[half], false);
+        }
         for i in 0..blocks {
-            for (part, dims) in [
-                ("q", vec![q, h]),
-                ("k", vec![kv, h]),
-                ("v", vec![kv, h]),
+            let parts: Vec<(&str, Vec<usize>)> = if cfg.fused {
+                vec![("qkv", vec![q + 2 * kv, h]), ("gate_up", vec![2 * f, h])]
+            } else {
+                vec![
+                    ("q", vec![q, h]),
+                    ("k", vec![kv, h]),
+                    ("v", vec![kv, h]),
+                    ("gate", vec![f, h]),
+                    ("up", vec![f, h]),
+                ]
+            };
+            for (part, dims) in parts.into_iter().chain([
                 ("o", vec![h, q]),
-                ("gate", vec![f, h]),
-                ("up", vec![f, h]),
                 ("down", vec![h, f]),
                 ("attn_norm", vec![h]),
                 ("ffn_norm", vec![h]),
-            ] {
+            ]) {
                 self.shape(&n.layer(i, part, "weight"), &dims, true);
             }
             if cfg.qkv_bias {
@@ -594,6 +658,9 @@ impl<'a> Meta<'a> {
 
 /// Llama 3's per-frequency RoPE divisors in GGUF.
 pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
+/// phi3's LongRoPE divisors for contexts past the original one, and within it.
+pub(crate) const ROPE_LONG: &str = "rope_factors_long.weight";
+pub(crate) const ROPE_SHORT: &str = "rope_factors_short.weight";
 
 /// What a tensor a family does not read would mean, for the refusal.
 fn tensor_meaning(name: &str) -> &'static str {

@@ -54,6 +54,9 @@ impl Names {
             "attn_norm" => ("attn_norm", "input_layernorm"),
             "ffn_norm" => ("ffn_norm", "post_attention_layernorm"),
             "q_norm" => ("attn_q_norm", "self_attn.q_norm"),
+            // phi3's fused layouts (GGUF names; its config.json is refused).
+            "qkv" => ("attn_qkv", "self_attn.qkv_proj"),
+            "gate_up" => ("ffn_up", "mlp.gate_up_proj"),
             "k_norm" => ("attn_k_norm", "self_attn.k_norm"),
             _ => unreachable!("unknown layer part {part}; this is a bug"),
         };

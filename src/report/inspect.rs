@@ -99,12 +99,19 @@ pub(crate) fn text(r: &ModelReport) -> String {
         );
     }
     if let Some(f) = &r.family {
-        let mut adds = Vec::new();
+        let mut adds: Vec<String> = Vec::new();
         if f.qkv_bias {
-            adds.push("q/k/v bias");
+            adds.push("q/k/v bias".into());
         }
         if f.qk_norm {
-            adds.push("q/k RMSNorm");
+            adds.push("q/k RMSNorm".into());
+        }
+        if let Some(d) = f.rope_dims {
+            adds.push(format!("partial rotary ({d} dims rotated)"));
+        }
+        if !f.nope_layers.is_empty() {
+            let l: Vec<String> = f.nope_layers.iter().map(|l| l.to_string()).collect();
+            adds.push(format!("no RoPE on layers {}", l.join(" ")));
         }
         let adds = match adds.is_empty() {
             true => String::new(),

@@ -53,6 +53,30 @@ fn family_models() -> Vec<(&'static str, Writer)> {
         ("llama-rope-freqs", write(llama3)),
         ("qwen2", write(spec("qwen2", 22))),
         ("qwen3", write(spec("qwen3", 23))),
+        ("phi3-plain", write(spec("phi3", 27))),
+        (
+            "phi3-partial",
+            write(Spec {
+                rope_dims: Some(12),
+                ..spec("phi3", 28)
+            }),
+        ),
+        (
+            "phi3-longrope-long",
+            write(Spec {
+                rope_dims: Some(12),
+                long_rope: Some(phi3_factors(64)),
+                ..spec("phi3", 25)
+            }),
+        ),
+        (
+            "phi3-longrope-short",
+            write(Spec {
+                rope_dims: Some(12),
+                long_rope: Some(phi3_factors(512)),
+                ..spec("phi3", 26)
+            }),
+        ),
         (
             "smollm3",
             write(Spec {
@@ -65,6 +89,15 @@ fn family_models() -> Vec<(&'static str, Writer)> {
             Box::new(|p: &Path| write_gemma_gguf(p, &GemmaSpec::default()).unwrap()),
         ),
     ]
+}
+
+/// LongRoPE for a head of 16 with 12 rotated dimensions (6 factors a set), trained for
+/// `original` tokens: the models' 128-token context is past 64 (long factors on both sides,
+/// llama.cpp's context being 256 after padding) and within 512 (short).
+fn phi3_factors(original: usize) -> (Vec<f32>, Vec<f32>, f32, usize) {
+    let long = vec![1.0, 1.2, 2.0, 3.5, 6.0, 9.0];
+    let short = vec![1.0, 1.0, 1.1, 1.3, 1.6, 2.0];
+    (long, short, 1.19, original)
 }
 
 /// The hard strings every pre-tokenizer fixture encodes.
@@ -214,6 +247,7 @@ fn every_family_matches_llama_cpp() {
         let logits = loaded.model.forward(&[input], &mut [&mut cache]).unwrap();
         let rows: Vec<Vec<f32>> = logits.to_vec2().unwrap();
         let ours: Vec<u32> = rows[ids.len() - 1..].iter().map(|r| argmax(r)).collect();
+
         assert_eq!(
             ours, want.greedy,
             "{name}: greedy ids differ from llama.cpp's"

@@ -58,6 +58,9 @@ impl ChatTemplate {
         }
         let mut env = Environment::new();
         env.set_fuel(Some(RENDER_FUEL));
+        // Python's str, dict and list methods (`.startswith`, `.split`, `.strip`, `.items`, …)
+        // as real templates call them; `namespace`, `loop.previtem` and `tojson` are built in.
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", |msg: String| -> Result<String, Error> {
             Err(Error::new(ErrorKind::InvalidOperation, msg))
         });

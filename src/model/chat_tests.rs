@@ -90,3 +90,49 @@ fn a_huge_template_source_is_refused_by_size() {
     let err = ChatTemplate::new(&big, "", "").err().unwrap();
     assert!(err.contains("bytes, more than"), "{err}");
 }
+
+/// A template of our own that uses what model templates use: Python string methods, a
+/// `namespace` carried out of a loop, `loop.previtem`, `tojson`, dict methods and
+/// `raise_exception`.
+const PYTHONIC: &str = "{%- set ns = namespace(system='', turns=0) -%}
+{%- for m in messages -%}
+  {%- if m['role'] == 'system' -%}{%- set ns.system = m['content'].strip() -%}
+  {%- else -%}{%- set ns.turns = ns.turns + 1 -%}{%- endif -%}
+  {%- if loop.previtem is defined and loop.previtem['role'] == m['role'] -%}
+    {{- raise_exception('roles must alternate') -}}
+  {%- endif -%}
+{%- endfor -%}
+[{{ ns.system.upper() }}|{{ ns.turns }}]
+{%- for m in messages if m['role'] != 'system' -%}
+  {%- set text = m['content'] -%}
+  {%- if text.startswith('/think') -%}{%- set text = text.split(' ', 1)[1] -%}{%- endif -%}
+  {{ '\n' ~ m['role'] ~ ':' ~ text.replace('  ', ' ').rstrip('!') ~ ';' ~ (m | tojson) }}
+{%- endfor -%}
+{%- for k, v in {'a': 1}.items() -%}{{ '\n' ~ k ~ '=' ~ v }}{%- endfor -%}";
+
+#[test]
+fn python_methods_namespace_previtem_and_tojson_render() {
+    let t = ChatTemplate::new(PYTHONIC, "", "").unwrap();
+    let out = t
+        .render(
+            &[
+                Message::new("system", "  Be brief. "),
+                Message::new("user", "/think hi  there!"),
+                Message::new("assistant", "ok"),
+            ],
+            false,
+        )
+        .unwrap();
+    assert_eq!(
+        out,
+        "[BE BRIEF.|2]\nuser:hi there;{\"role\": \"user\", \"content\": \"/think hi  there!\"}\n\
+         assistant:ok;{\"role\": \"assistant\", \"content\": \"ok\"}\na=1"
+    );
+    let err = t
+        .render(
+            &[Message::new("user", "a"), Message::new("user", "b")],
+            false,
+        )
+        .unwrap_err();
+    assert!(err.contains("roles must alternate"), "{err}");
+}

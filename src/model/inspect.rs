@@ -10,12 +10,15 @@ use std::path::Path;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use candle_core::quantized::GgmlDType;
+
 use super::arch::{LlamaConfig, RopeScaling};
 use super::families::{self, Family};
 use super::gguf::Gguf;
 use super::validate::{self, Problem};
 use super::{arch, manifest, pretok, ModelPath};
 use crate::error::ModelError;
+use crate::kernels::QType;
 
 /// Everything `tokfire inspect` shows.
 #[derive(Debug, Clone, Serialize)]
@@ -27,6 +30,9 @@ pub struct ModelReport {
     pub tensor_count: usize,
     /// Tensor count per storage type (e.g. `q4_1`, `f32`).
     pub tensor_types: BTreeMap<String, usize>,
+    /// Quantized types among them that no kernel of ours runs: candle's quantized matmul does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candle_kernels: Vec<String>,
     /// Bytes on disk.
     pub file_bytes: u64,
     /// Hex sha256 of the file (GGUF only).
@@ -217,11 +223,18 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
     }
     let key = |k: &str| format!("{arch}.{k}");
     let mut types = BTreeMap::new();
+    let mut candle_kernels = std::collections::BTreeSet::new();
     let mut parameters = 0u64;
     for info in g.content.tensor_infos.values() {
-        *types
-            .entry(format!("{:?}", info.ggml_dtype).to_lowercase())
-            .or_insert(0) += 1;
+        let name = format!("{:?}", info.ggml_dtype).to_lowercase();
+        let dense = matches!(
+            info.ggml_dtype,
+            GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16
+        );
+        if !dense && QType::from_ggml(info.ggml_dtype).is_none() {
+            candle_kernels.insert(name.clone());
+        }
+        *types.entry(name).or_insert(0) += 1;
         parameters = parameters.saturating_add(info.shape.elem_count() as u64);
     }
     let sha256 = sha256_file(path)?;
@@ -237,6 +250,7 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         path: ModelPath::Gguf(path.into()),
         tensor_count: g.content.tensor_infos.len(),
         tensor_types: types,
+        candle_kernels: candle_kernels.into_iter().collect(),
         parameters,
         file_bytes: g.file_bytes,
         sha256: Some(sha256),
@@ -312,6 +326,7 @@ pub(crate) fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
         parameters,
         tensor_count: tensors.len(),
         tensor_types: types,
+        candle_kernels: Vec::new(),
         file_bytes: files
             .iter()
             .filter_map(|f| std::fs::metadata(f).ok())

@@ -144,7 +144,10 @@ impl Linear {
     pub(crate) fn storage(&self) -> String {
         match &self.weight {
             Weight::Kernel(m) => format!("{:?}", m.qtype()).to_lowercase(),
-            Weight::Quant(QMatMul::QTensor(q)) => format!("{:?}", q.dtype()).to_lowercase(),
+            // No kernel of ours for this type: candle's quantized matmul runs it.
+            Weight::Quant(QMatMul::QTensor(q)) => {
+                format!("{:?} (candle)", q.dtype()).to_lowercase()
+            }
             Weight::Quant(QMatMul::Tensor(t))
             | Weight::Quant(QMatMul::TensorF16(t))
             | Weight::Dense(t) => format!("dense {:?}", t.dtype()).to_lowercase(),

@@ -33,7 +33,10 @@ pub(crate) fn text(r: &ModelReport) -> String {
     let types: Vec<String> = r
         .tensor_types
         .iter()
-        .map(|(t, n)| format!("{t} ×{n}"))
+        .map(|(t, n)| match r.candle_kernels.contains(t) {
+            true => format!("{t} ×{n} (candle's kernel: none of ours)"),
+            false => format!("{t} ×{n}"),
+        })
         .collect();
     line(
         "tensors",

@@ -22,8 +22,11 @@ pub mod mapped;
 pub mod prefix;
 pub mod pretok;
 pub(crate) mod projections;
+#[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;
+#[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic_gemma;
+#[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic_mtp;
 pub mod tokenizer;
 pub mod tokenizer_spm;

@@ -12,7 +12,9 @@ use candle_core::{Device, Tensor};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::gemma::layer_name;
 use super::tokenizer_spm::{build_spm, SPACE};
+use super::weights::Names;
 
 /// Shape and storage of a synthetic Gemma 3 model.
 #[derive(Debug, Clone)]
@@ -88,33 +90,29 @@ fn tensors(spec: &GemmaSpec) -> Vec<(String, Vec<f32>, Vec<usize>)> {
         out.push((name, v, vec![rows, cols]));
     };
     mat("model.embed_tokens.weight".into(), vocab, h, &mut rng);
+    let hf = Names::Hf;
     for i in 0..spec.layers {
-        let p = |part: &str| format!("model.layers.{i}.{part}.weight");
+        let p = |part: &str| layer_name(&hf, i, part);
         for (part, rows, cols) in [
-            ("self_attn.q_proj", q, h),
-            ("self_attn.k_proj", kv, h),
-            ("self_attn.v_proj", kv, h),
-            ("self_attn.o_proj", h, q),
-            ("mlp.gate_proj", f, h),
-            ("mlp.up_proj", f, h),
-            ("mlp.down_proj", h, f),
+            ("q", q, h),
+            ("k", kv, h),
+            ("v", kv, h),
+            ("o", h, q),
+            ("gate", f, h),
+            ("up", f, h),
+            ("down", h, f),
         ] {
             mat(p(part), rows, cols, &mut rng);
         }
     }
     let mut norms = vec![("model.norm.weight".to_string(), h)];
     for i in 0..spec.layers {
-        let p = |part: &str| format!("model.layers.{i}.{part}.weight");
-        for part in [
-            "input_layernorm",
-            "post_attention_layernorm",
-            "pre_feedforward_layernorm",
-            "post_feedforward_layernorm",
-        ] {
+        let p = |part: &str| layer_name(&hf, i, part);
+        for part in ["attn_norm", "post_attn_norm", "ffn_norm", "post_ffn_norm"] {
             norms.push((p(part), h));
         }
-        norms.push((p("self_attn.q_norm"), d));
-        norms.push((p("self_attn.k_norm"), d));
+        norms.push((p("q_norm"), d));
+        norms.push((p("k_norm"), d));
     }
     for (name, n) in norms {
         let v = (0..n).map(|_| rng.random_range(-0.3..0.3)).collect();
@@ -133,22 +131,10 @@ fn gguf_name(hf: &str) -> String {
     let rest = hf.strip_prefix("model.layers.").expect("a layer tensor");
     let (i, part) = rest.split_once('.').expect("layer index");
     let part = part.strip_suffix(".weight").expect("a weight");
-    let g = match part {
-        "self_attn.q_proj" => "attn_q",
-        "self_attn.k_proj" => "attn_k",
-        "self_attn.v_proj" => "attn_v",
-        "self_attn.o_proj" => "attn_output",
-        "self_attn.q_norm" => "attn_q_norm",
-        "self_attn.k_norm" => "attn_k_norm",
-        "mlp.gate_proj" => "ffn_gate",
-        "mlp.up_proj" => "ffn_up",
-        "mlp.down_proj" => "ffn_down",
-        "input_layernorm" => "attn_norm",
-        "post_attention_layernorm" => "post_attention_norm",
-        "pre_feedforward_layernorm" => "ffn_norm",
-        "post_feedforward_layernorm" => "post_ffw_norm",
-        other => unreachable!("unknown Gemma tensor {other}"),
-    };
+    let (_, g, _) = super::gemma::PARTS
+        .iter()
+        .find(|p| p.2 == part)
+        .unwrap_or_else(|| unreachable!("unknown Gemma tensor {part}"));
     format!("blk.{i}.{g}.weight")
 }
 

@@ -568,28 +568,15 @@ impl<'a> Meta<'a> {
             );
             return;
         }
-        let (h, f, v, d) = (cfg.hidden, cfg.ffn, cfg.vocab, cfg.head_dim);
-        let (q, kv) = (cfg.heads * d, cfg.kv_heads * d);
-        self.shape("token_embd.weight", &[v, h], true);
-        self.shape("output.weight", &[v, h], false);
-        self.shape("output_norm.weight", &[h], true);
+        let (h, v) = (cfg.hidden, cfg.vocab);
+        let n = Names::Gguf;
+        self.shape(n.embed(), &[v, h], true);
+        self.shape(n.head(), &[v, h], false);
+        self.shape(n.norm(), &[h], true);
         for i in 0..cfg.layers {
-            for (part, dims) in [
-                ("attn_q", vec![q, h]),
-                ("attn_k", vec![kv, h]),
-                ("attn_v", vec![kv, h]),
-                ("attn_output", vec![h, q]),
-                ("attn_q_norm", vec![d]),
-                ("attn_k_norm", vec![d]),
-                ("ffn_gate", vec![f, h]),
-                ("ffn_up", vec![f, h]),
-                ("ffn_down", vec![h, f]),
-                ("attn_norm", vec![h]),
-                ("post_attention_norm", vec![h]),
-                ("ffn_norm", vec![h]),
-                ("post_ffw_norm", vec![h]),
-            ] {
-                self.shape(&format!("blk.{i}.{part}.weight"), &dims, true);
+            for (part, _, _) in super::gemma::PARTS {
+                let name = super::gemma::layer_name(&n, i, part);
+                self.shape(&name, &super::gemma::layer_shape(cfg, part), true);
             }
         }
     }

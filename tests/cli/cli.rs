@@ -266,3 +266,45 @@ fn session_without_a_file_is_a_usage_error() {
     let e = fails(&["session"], 2);
     assert!(crate::support::has(&e, "<FILE>"), "session: {e}");
 }
+
+#[test]
+fn inspect_lists_the_families_and_shows_what_each_tiny_model_applies() {
+    let out = tokfire().args(["inspect", "--families"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for name in [
+        "llama",
+        "qwen2",
+        "qwen3",
+        "phi3",
+        "smollm3",
+        "gemma3",
+        "llama-bpe",
+        "tekken",
+    ] {
+        assert!(
+            crate::support::has(&text, name),
+            "{name} missing from:\n{text}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (arch, layers, needle) in [
+        ("qwen3", 2, "q/k RMSNorm; RoPE pairs halves"),
+        ("qwen2", 2, "q/k/v bias; RoPE pairs halves"),
+        ("smollm3", 4, "no RoPE on layers 3; RoPE pairs interleaved"),
+    ] {
+        let spec = Spec {
+            arch: arch.into(),
+            layers,
+            ..Default::default()
+        };
+        let m = tiny(dir.path(), spec);
+        let out = tokfire()
+            .args(["inspect", m.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "{arch}: {text}");
+        assert!(crate::support::has(&text, needle), "{arch}: {text}");
+    }
+}

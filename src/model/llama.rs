@@ -5,7 +5,7 @@
 //! computed only for the rows asked for. Weights are immutable; all state is in the caches.
 //! A checkpoint's multi-token-prediction block, when the file has one, lives in [`nextn`].
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{Device, Tensor};
 
 use super::arch::LlamaConfig;
 use super::attention::{self, Dims, KvSlices, Scoring, SegmentRows, Split};
@@ -18,8 +18,11 @@ use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
 
 mod nextn;
+mod rope;
 pub use nextn::NextnInput;
 pub(crate) use nextn::{nextn_name, nextn_tensors};
+use rope::rope_freqs;
+pub(crate) use rope::{rope_tables, rope_tables_scaled};
 
 /// Longest RoPE table built, in positions (bounds memory for models with huge contexts).
 pub(crate) const MAX_ROPE_POSITIONS: usize = 32_768;
@@ -610,75 +613,4 @@ impl StepPlan {
             })
             .collect()
     }
-}
-
-/// A GGUF's per-frequency RoPE divisors, when it has them: Llama 3's `rope_freqs.weight`, or
-/// the LongRoPE set phi3's config chose; the validation pass has checked their shapes.
-fn rope_freqs(
-    cfg: &LlamaConfig,
-    src: &mut dyn WeightSource,
-) -> Result<Option<Vec<f32>>, ModelError> {
-    use super::arch::LongRopeSet;
-    let name = match cfg.long_rope.map(|l| l.factors) {
-        Some(LongRopeSet::Long) => super::validate::ROPE_LONG,
-        Some(LongRopeSet::Short) => super::validate::ROPE_SHORT,
-        None => super::validate::ROPE_FREQS,
-    };
-    if !matches!(src.names(), super::weights::Names::Gguf) || !src.has(name) {
-        return Ok(None);
-    }
-    let f = src
-        .dense(name)?
-        .to_vec1::<f32>()
-        .map_err(ModelError::candle(name))?;
-    if f.len() != cfg.rot() / 2 || f.iter().any(|x| !x.is_finite() || *x <= 0.0) {
-        return Err(ModelError::Invalid {
-            path: name.into(),
-            detail: format!(
-                "{} divisors, expected {} finite ones above 0",
-                f.len(),
-                cfg.rot() / 2
-            ),
-        });
-    }
-    Ok(Some(f))
-}
-
-/// cos/sin tables `[positions, head_dim/2]` exactly as candle's llama builds them.
-pub(crate) fn rope_tables(
-    head_dim: usize,
-    theta: f64,
-    positions: usize,
-    dev: &Device,
-) -> candle_core::Result<(Tensor, Tensor)> {
-    rope_tables_scaled(head_dim, theta, positions, |_, _| 1.0, dev)
-}
-
-/// [`rope_tables`] with frequency `i` (inverse frequency `inv`) divided by `divisor(i, inv)`.
-pub(crate) fn rope_tables_scaled(
-    head_dim: usize,
-    theta: f64,
-    positions: usize,
-    divisor: impl Fn(usize, f64) -> f64,
-    dev: &Device,
-) -> candle_core::Result<(Tensor, Tensor)> {
-    let inv: Vec<f32> = (0..head_dim)
-        .step_by(2)
-        .enumerate()
-        .map(|(k, i)| {
-            let inv = 1f32 / (theta as f32).powf(i as f32 / head_dim as f32);
-            let d = divisor(k, f64::from(inv));
-            if d == 1.0 {
-                inv
-            } else {
-                (f64::from(inv) / d) as f32
-            }
-        })
-        .collect();
-    let inv = Tensor::new(inv.as_slice(), dev)?;
-    let idx = Tensor::arange(0, positions as u32, dev)?
-        .to_dtype(DType::F32)?
-        .reshape((positions, 1))?;
-    let freqs = idx.matmul(&inv.reshape((1, ()))?)?;
-    Ok((freqs.cos()?, freqs.sin()?))
 }

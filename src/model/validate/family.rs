@@ -1,0 +1,206 @@
+//! The family half of the validation pass: what a family reads and refuses. The head size and
+//! the rotated dimensions, RoPE scaling (none and linear applied, anything else refused), phi3's
+//! LongRoPE, and the refusal of every `ARCH.*` key and every tensor the family does not read,
+//! each named with what it would mean.
+
+use candle_core::quantized::gguf_file::Value;
+
+use super::super::arch::{LongRope, LongRopeSet, RopeScaling};
+use super::super::llama::MAX_ROPE_POSITIONS;
+use super::{show, Meta, MAX_CONTEXT, MAX_HIDDEN};
+
+impl Meta<'_> {
+    /// The head size: `attention.key_length` (hidden / heads when absent), which
+    /// `attention.value_length` must equal, and the rotated dimensions (0: all):
+    /// `rope.dimension_count` must equal the head size unless the family has partial rotary (a
+    /// value width of its own or an unsupported partial rotary is refused, not ignored).
+    pub(super) fn head_dim(&mut self, hidden: u64, heads: u64) -> Option<(u64, usize)> {
+        let key = self.key("attention.key_length");
+        let d = self.int(&key, 2..=MAX_HIDDEN, Some(hidden / heads))?;
+        if d % 2 != 0 {
+            self.problem(format!("metadata key {key}"), d, "an even head size");
+            return None;
+        }
+        let key = self.key("attention.value_length");
+        if let Some(n) = self.int(&key, 1..=MAX_HIDDEN, Some(d)) {
+            if n != d {
+                self.problem(
+                    format!("metadata key {key}"),
+                    n,
+                    &format!("{d}, the head size (a value width of its own is not implemented)"),
+                );
+            }
+        }
+        let key = self.key("rope.dimension_count");
+        let rot = self.int(&key, 2..=d, Some(d))?;
+        let partial = self.family.phi3 && rot % 2 == 0;
+        if rot != d && !partial {
+            self.problem(
+                format!("metadata key {key}"),
+                rot,
+                &format!("{d}, the head size (partial rotary is not implemented for this family)"),
+            );
+            return None;
+        }
+        Some((d, if rot == d { 0 } else { rot as usize }))
+    }
+
+    /// phi3's LongRoPE: the factor tensors (both or neither), `rope.scaling.attn_factor` and
+    /// `rope.scaling.original_context_length`; long factors when the engine's RoPE tables
+    /// (the context, at most [`MAX_ROPE_POSITIONS`]) reach past the original context.
+    pub(super) fn long_rope(&mut self, context: usize) -> Option<Option<LongRope>> {
+        if !self.family.phi3 {
+            return Some(None);
+        }
+        let has = |n: &str| self.g.content.tensor_infos.contains_key(n);
+        let (long, short) = (has(ROPE_LONG), has(ROPE_SHORT));
+        if long != short {
+            let missing = if long { ROPE_SHORT } else { ROPE_LONG };
+            self.problem(
+                format!("tensor {missing}"),
+                "nothing (it is missing)",
+                "both LongRoPE factor tensors or neither",
+            );
+            return None;
+        }
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let attn = self.key("rope.scaling.attn_factor");
+        let attn_factor = self.float(&attn, 1.0, positive, "a finite number above 0")?;
+        if !long {
+            return Some((attn_factor != 1.0).then_some(LongRope {
+                original_context: context,
+                factors: LongRopeSet::Short,
+                attn_factor,
+            }));
+        }
+        let key = self.key("rope.scaling.original_context_length");
+        let original = self.int(&key, 1..=MAX_CONTEXT, Some(context as u64))? as usize;
+        let tables = context.clamp(1, MAX_ROPE_POSITIONS);
+        Some(Some(LongRope {
+            original_context: original,
+            factors: if tables > original {
+                LongRopeSet::Long
+            } else {
+                LongRopeSet::Short
+            },
+            attn_factor,
+        }))
+    }
+
+    /// `rope.scaling.type` (or the older `rope.scale_linear`): none and linear are applied,
+    /// YaRN, LongRoPE and anything else refused by name.
+    pub(super) fn rope_scaling(&mut self) -> Option<RopeScaling> {
+        let key = self.key("rope.scaling.type");
+        let kind = match self.g.get(&key) {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => {
+                self.problem(
+                    format!("metadata key {key}"),
+                    show(v),
+                    "a string such as linear",
+                );
+                return None;
+            }
+        };
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let factor_key = self.key("rope.scaling.factor");
+        match kind.as_deref() {
+            None => {
+                let legacy = self.key("rope.scale_linear");
+                if self.g.get(&legacy).is_none() {
+                    return Some(RopeScaling::None);
+                }
+                let f = self.float(&legacy, 1.0, positive, "a finite number above 0")?;
+                Some(if f == 1.0 {
+                    RopeScaling::None
+                } else {
+                    RopeScaling::Linear { factor: f }
+                })
+            }
+            Some("none") => Some(RopeScaling::None),
+            Some("linear") => {
+                let f = self.float(&factor_key, 1.0, positive, "a finite number above 0")?;
+                Some(RopeScaling::Linear { factor: f })
+            }
+            Some(other) => {
+                self.problem(
+                    format!("metadata key {key}"),
+                    format!("{other:?}"),
+                    "none or linear (other RoPE scaling is not implemented here; positions \
+                     would be rotated wrong)",
+                );
+                None
+            }
+        }
+    }
+
+    /// Every `ARCH.*` key the family does not read: it may change the computation.
+    pub(super) fn unknown_keys(&mut self) {
+        let prefix = format!("{}.", self.arch);
+        let mut unknown: Vec<String> = self
+            .g
+            .content
+            .metadata
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .filter(|k| !self.family.reads(k))
+            .map(str::to_string)
+            .collect();
+        unknown.sort();
+        for k in unknown {
+            self.problem(
+                format!("metadata key {}{k}", prefix),
+                "a key the family does not read",
+                &format!(
+                    "no such key: {} would be ignored, and it may change the computation",
+                    self.arch
+                ),
+            );
+        }
+    }
+
+    /// Every tensor the family does not read, named with what it would mean.
+    pub(super) fn unused(&mut self) {
+        let mut extra: Vec<&String> = self
+            .g
+            .content
+            .tensor_infos
+            .keys()
+            .filter(|k| !self.used.contains(*k))
+            .collect();
+        extra.sort();
+        let extra: Vec<String> = extra.into_iter().cloned().collect();
+        for name in extra {
+            let meaning = tensor_meaning(&name);
+            self.problem(
+                format!("tensor {name}"),
+                "a tensor the family does not read",
+                &format!("no such tensor for {} ({meaning})", self.arch),
+            );
+        }
+    }
+}
+
+/// Llama 3's per-frequency RoPE divisors in GGUF.
+pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
+/// phi3's LongRoPE divisors for contexts past the original one, and within it.
+pub(crate) const ROPE_LONG: &str = "rope_factors_long.weight";
+pub(crate) const ROPE_SHORT: &str = "rope_factors_short.weight";
+
+/// What a tensor a family does not read would mean, for the refusal.
+fn tensor_meaning(name: &str) -> &'static str {
+    let part = name
+        .strip_prefix("blk.")
+        .map_or(name, |rest| rest.split_once('.').map_or(rest, |(_, p)| p));
+    match part {
+        "rope_freqs.weight" => "Llama-3 RoPE scaling frequency factors",
+        "attn_q_norm.weight" | "attn_k_norm.weight" => "per-head q/k RMSNorm",
+        "attn_q.bias" | "attn_k.bias" | "attn_v.bias" => "Q/K/V projection bias",
+        "attn_qkv.weight" => "a fused QKV projection",
+        "ffn_gate_inp.weight" => "a mixture-of-experts router",
+        "rope_factors_long.weight" | "rope_factors_short.weight" => "LongRoPE frequency factors",
+        "attn_output.bias" | "ffn_down.bias" | "ffn_up.bias" => "a projection bias",
+        _ => "unknown to this family; running without it would compute something else",
+    }
+}

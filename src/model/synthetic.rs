@@ -59,6 +59,8 @@ pub struct Spec {
     pub rope_dims: Option<usize>,
     /// phi3's LongRoPE (GGUF only): long and short factors, `attn_factor`, original context.
     pub long_rope: Option<(Vec<f32>, Vec<f32>, f32, usize)>,
+    /// `rope.scaling.type = linear` with this `rope.scaling.factor` (GGUF only).
+    pub rope_linear: Option<f32>,
 }
 
 impl Default for Spec {
@@ -82,6 +84,7 @@ impl Default for Spec {
             add_bos: Some(false),
             rope_dims: None,
             long_rope: None,
+            rope_linear: None,
         }
     }
 }
@@ -330,6 +333,10 @@ pub(crate) fn write_gguf_with(
             key("rope.scaling.original_context_length"),
             Value::U32(*original as u32),
         ));
+    }
+    if let Some(f) = spec.rope_linear {
+        meta.push((key("rope.scaling.type"), Value::String("linear".into())));
+        meta.push((key("rope.scaling.factor"), Value::F32(f)));
     }
     if a == "qwen3" {
         // As Qwen3's converter writes them (candle's reader needs them).

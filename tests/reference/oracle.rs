@@ -51,6 +51,13 @@ fn family_models() -> Vec<(&'static str, Writer)> {
     vec![
         ("llama", write(spec("llama", 20))),
         ("llama-rope-freqs", write(llama3)),
+        (
+            "llama-linear",
+            write(Spec {
+                rope_linear: Some(4.0),
+                ..spec("llama", 29)
+            }),
+        ),
         ("qwen2", write(spec("qwen2", 22))),
         ("qwen3", write(spec("qwen3", 23))),
         ("phi3-plain", write(spec("phi3", 27))),

@@ -228,3 +228,49 @@ fn k_quants_run_on_ours_or_candles_kernel_and_match_stock_quantized_llama() {
         assert_same(&ours, &stock, &format!("{quant:?}"));
     }
 }
+
+#[test]
+fn safetensors_llama3_rope_scaling_matches_stock_llama() {
+    // config.json's `rope_scaling: {rope_type: llama3}` against candle's Llama-3 frequencies:
+    // with an original context of 32 and a head of 16, the frequencies fall in all three of the
+    // rule's bands (kept, divided by the factor, blended).
+    let dir = tempfile::tempdir().unwrap();
+    let spec = tokfire::model::synthetic::Spec {
+        tied: true,
+        ..Default::default()
+    };
+    tokfire::model::synthetic::write_safetensors_dir(dir.path(), &spec).unwrap();
+    let config = dir.path().join("config.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    v["rope_scaling"] = serde_json::json!({
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 32
+    });
+    std::fs::write(&config, v.to_string()).unwrap();
+    let loaded = load(dir.path(), WeightDType::Q);
+    let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
+    let plain = {
+        v["rope_scaling"] = serde_json::Value::Null;
+        let d2 = tempfile::tempdir().unwrap();
+        tokfire::model::synthetic::write_safetensors_dir(d2.path(), &spec).unwrap();
+        solo(&load(d2.path(), WeightDType::Q).model, &PROMPT, STEPS + 1)
+    };
+    assert!(
+        max_diff(&ours.logits[1], &plain.logits[1]) > 1e-3,
+        "the scaling changed nothing"
+    );
+
+    let cfg: stock_llama::LlamaConfig =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let cfg = cfg.into_config(false);
+    assert!(cfg.rope_scaling.is_some());
+    let files = [dir.path().join("model.safetensors")];
+    let vb = unsafe {
+        candle_nn::VarBuilder::from_mmaped_safetensors(&files, DType::F32, &Device::Cpu).unwrap()
+    };
+    let m = stock_llama::Llama::load(vb, &cfg).unwrap();
+    let mut cache = stock_llama::Cache::new(true, DType::F32, &cfg, &Device::Cpu).unwrap();
+    let stock = stock_trace(&PROMPT, STEPS + 1, |x, pos| m.forward(x, pos, &mut cache));
+    assert_same(&ours, &stock, "safetensors llama3 rope scaling");
+}

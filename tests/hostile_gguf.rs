@@ -438,6 +438,10 @@ fn what_the_family_does_not_read_is_refused_by_name() {
         g.set(key, val);
         refused(&g, &format!("key-{key}"), needle);
     }
+    // A key llama.cpp requires is not guessed either.
+    let mut g = base();
+    g.remove("llama.attention.layer_norm_rms_epsilon");
+    refused(&g, "no-rms-eps", "layer_norm_rms_epsilon");
     // A pre-tokenizer llama.cpp splits differently: refused by its value, not guessed.
     let mut g = base();
     g.set("tokenizer.ggml.pre", Val::str("made-up-pre"));

@@ -158,8 +158,18 @@ impl<'a> Meta<'a> {
             heads,
         );
         let context = self.int(&self.key("context_length"), 1..=MAX_CONTEXT, Some(4096));
+        // Required, as llama.cpp requires it: a default here would be a guess (config.json's
+        // own default, 1e-6, differs from the 1e-5 GGUF files usually carry).
+        let eps_key = self.key("attention.layer_norm_rms_epsilon");
+        if self.g.get(&eps_key).is_none() {
+            self.problem(
+                format!("metadata key {eps_key}"),
+                "nothing (the key is missing)",
+                "the RMSNorm epsilon, such as 1e-5 (llama.cpp refuses the file too)",
+            );
+        }
         let eps = self.float(
-            &self.key("attention.layer_norm_rms_epsilon"),
+            &eps_key,
             1e-5,
             |x| x.is_finite() && x > 0.0 && x < 1.0,
             "a finite number above 0 and below 1, such as 1e-5",

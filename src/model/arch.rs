@@ -270,6 +270,33 @@ impl LlamaConfig {
                 self.head_dim, self.vocab, self.layers
             ));
         }
+        // The GGUF validator's bounds, so a config.json cannot ask for more.
+        use super::validate::{MAX_CONTEXT, MAX_FFN, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB};
+        for (key, value, max) in [
+            ("hidden_size", self.hidden, MAX_HIDDEN),
+            ("head_dim", self.head_dim, MAX_HIDDEN),
+            ("num_attention_heads", self.heads, MAX_HIDDEN),
+            ("intermediate_size", self.ffn, MAX_FFN),
+            ("num_hidden_layers", self.layers, MAX_LAYERS),
+            ("max_position_embeddings", self.context_length, MAX_CONTEXT),
+            ("vocab_size", self.vocab, MAX_VOCAB),
+        ] {
+            if value == 0 || value as u64 > max {
+                return bad(format!("{key} = {value}: expected 1 to {max}"));
+            }
+        }
+        if !(self.rms_eps.is_finite() && self.rms_eps > 0.0 && self.rms_eps < 1.0) {
+            return bad(format!(
+                "rms_norm_eps = {}: expected above 0 and below 1",
+                self.rms_eps
+            ));
+        }
+        if !(self.rope_theta.is_finite() && self.rope_theta > 0.0) {
+            return bad(format!(
+                "rope_theta = {}: expected a finite number above 0",
+                self.rope_theta
+            ));
+        }
         Ok(())
     }
 }

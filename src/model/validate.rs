@@ -18,14 +18,16 @@ use super::families::Family;
 use super::gguf::Gguf;
 use super::weights::Names;
 
-/// Largest hidden width accepted.
-const MAX_HIDDEN: u64 = 1 << 20;
+/// Largest hidden width accepted (GGUF and `config.json` alike).
+pub(crate) const MAX_HIDDEN: u64 = 1 << 20;
 /// Largest feed-forward width accepted.
-const MAX_FFN: u64 = 1 << 22;
+pub(crate) const MAX_FFN: u64 = 1 << 22;
 /// Most layers accepted.
-const MAX_LAYERS: u64 = 1 << 12;
+pub(crate) const MAX_LAYERS: u64 = 1 << 12;
 /// Longest context accepted, in tokens.
-const MAX_CONTEXT: u64 = 1 << 24;
+pub(crate) const MAX_CONTEXT: u64 = 1 << 24;
+/// Largest vocabulary accepted from a `config.json` (a GGUF's is its embedding's rows).
+pub(crate) const MAX_VOCAB: u64 = 1 << 24;
 /// Tensors every layer has (q, k, v, o, gate, up, down, two norms; 6 with phi3's fused ones).
 const TENSORS_PER_LAYER: usize = 9;
 

@@ -308,3 +308,24 @@ fn inspect_lists_the_families_and_shows_what_each_tiny_model_applies() {
         assert!(crate::support::has(&text, needle), "{arch}: {text}");
     }
 }
+
+#[test]
+fn a_config_json_past_the_gguf_bounds_is_refused_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    tokfire::model::synthetic::write_safetensors_dir(dir.path(), &Spec::default()).unwrap();
+    let config = dir.path().join("config.json");
+    let good = std::fs::read_to_string(&config).unwrap();
+    for (key, value) in [
+        ("hidden_size", serde_json::json!(1u64 << 40)),
+        ("num_hidden_layers", serde_json::json!(100_000)),
+        ("rms_norm_eps", serde_json::json!(-1.0)),
+        ("rope_theta", serde_json::json!(0.0)),
+    ] {
+        let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+        v[key] = value;
+        std::fs::write(&config, v.to_string()).unwrap();
+        let e = fails(&["inspect", dir.path().to_str().unwrap()], 1);
+        assert!(crate::support::has(&e, key), "{key}: {e}");
+        assert!(crate::support::has(&e, "config.json"), "{key}: {e}");
+    }
+}

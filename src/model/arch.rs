@@ -153,22 +153,16 @@ impl RopeScaling {
                 factor: num("factor")?,
             }),
             "llama3" => {
-                let s = Self::Llama3 {
-                    factor: num("factor")?,
-                    low_freq_factor: num("low_freq_factor")?,
-                    high_freq_factor: num("high_freq_factor")?,
-                    original_context: num("original_max_position_embeddings")?,
-                };
-                match s {
-                    Self::Llama3 {
-                        low_freq_factor: l,
-                        high_freq_factor: h,
-                        ..
-                    } if h <= l => {
-                        Err("rope_scaling.high_freq_factor must exceed low_freq_factor".into())
-                    }
-                    s => Ok(s),
+                let (low, high) = (num("low_freq_factor")?, num("high_freq_factor")?);
+                if high <= low {
+                    return Err("rope_scaling.high_freq_factor must exceed low_freq_factor".into());
                 }
+                Ok(Self::Llama3 {
+                    factor: num("factor")?,
+                    low_freq_factor: low,
+                    high_freq_factor: high,
+                    original_context: num("original_max_position_embeddings")?,
+                })
             }
             other => Err(format!(
                 "rope_scaling type {other:?} is not supported (linear and llama3 are); its \

@@ -15,8 +15,9 @@ use candle_core::quantized::GgmlDType;
 use super::arch::{LlamaConfig, RopeScaling};
 use super::families::{self, Family};
 use super::gguf::Gguf;
+use super::pretok::{self, PreTok};
 use super::validate::{self, Problem};
-use super::{arch, manifest, pretok, ModelPath};
+use super::{arch, manifest, ModelPath};
 use crate::error::ModelError;
 use crate::kernels::QType;
 
@@ -89,7 +90,8 @@ pub struct FamilyReport {
 }
 
 impl FamilyReport {
-    fn new(f: &Family, g: &Gguf, cfg: Option<LlamaConfig>) -> Self {
+    /// `split`: the pre-tokenizer type of a byte-level BPE file, when known.
+    fn new(f: &Family, g: &Gguf, cfg: Option<LlamaConfig>, split: Option<PreTok>) -> Self {
         let freqs = g.content.tensor_infos.contains_key(validate::ROPE_FREQS);
         let scaling = cfg.as_ref().map(|c| c.rope_scaling);
         let mut rope_scaling = match (scaling, freqs) {
@@ -113,11 +115,6 @@ impl FamilyReport {
             .as_ref()
             .map(|c| (0..c.layers).filter(|&l| !c.ropes(l)).collect())
             .unwrap_or_default();
-        let bpe = g
-            .get("tokenizer.ggml.model")
-            .and_then(|v| v.to_string().ok())
-            .is_some_and(|m| m == "gpt2");
-        let pre = g.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok());
         Self {
             about: f.about.into(),
             qkv_bias: f.qkv_bias,
@@ -131,10 +128,7 @@ impl FamilyReport {
             rope_scaling,
             rope_dims,
             nope_layers,
-            pre_tokenizer: bpe
-                .then(|| pretok::lookup(pre.map(String::as_str)).ok())
-                .flatten()
-                .map(|p| p.kind.to_string()),
+            pre_tokenizer: split.map(|p| p.kind.to_string()),
         }
     }
 }
@@ -194,33 +188,36 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         }
     };
     let mut gemma = None;
-    let mut scaling = None;
+    let mut llama_cfg = None;
     match families::by_gguf(&arch) {
         Some(f) if f.engine == families::Engine::Gemma => match validate::gemma_config(&g, f) {
             Ok(c) => gemma = Some(GemmaReport::new(&c)),
             Err(p) => problems.extend(p),
         },
         Some(f) => match validate::llama_config(&g, f) {
-            Ok(c) => scaling = Some(c),
+            Ok(c) => llama_cfg = Some(c),
             Err(p) => problems.extend(p),
         },
         None => {}
     }
-    let family = families::by_gguf(&arch).map(|f| FamilyReport::new(f, &g, scaling));
+    // A byte-level BPE file's pre-tokenizer, as loading would look it up.
     let is_bpe = g
         .get("tokenizer.ggml.model")
         .and_then(|v| v.to_string().ok())
         .is_some_and(|m| m == "gpt2");
-    if is_bpe {
-        let pre = g.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok());
-        if let Err(e) = pretok::lookup(pre.map(String::as_str)) {
+    let pre = g.get("tokenizer.ggml.pre").and_then(|v| v.to_string().ok());
+    let split = match is_bpe.then(|| pretok::lookup(pre.map(String::as_str))) {
+        Some(Err(e)) => {
             problems.push(Problem::new(
                 "metadata key tokenizer.ggml.pre",
                 e,
                 "a known name",
             ));
+            None
         }
-    }
+        other => other.and_then(Result::ok),
+    };
+    let family = families::by_gguf(&arch).map(|f| FamilyReport::new(f, &g, llama_cfg, split));
     let key = |k: &str| format!("{arch}.{k}");
     let mut types = BTreeMap::new();
     let mut candle_kernels = std::collections::BTreeSet::new();

@@ -420,7 +420,8 @@ fn what_the_family_does_not_read_is_refused_by_name() {
     g.tensors.push(t);
     let msg = refused(&g, "unused-tensor", "blk.0.attn_q_norm.weight");
     assert!(msg.contains("q/k RMSNorm"), "{msg}");
-    // Keys that change the computation: a sliding window, YaRN, partial rotary.
+    // Keys that change the computation: a sliding window, LongRoPE scaling on llama, a cos/sin
+    // scale without YaRN, partial rotary.
     for (key, val, needle) in [
         (
             "llama.attention.sliding_window",
@@ -429,8 +430,13 @@ fn what_the_family_does_not_read_is_refused_by_name() {
         ),
         (
             "llama.rope.scaling.type",
-            Val::str("yarn"),
-            "none or linear",
+            Val::str("longrope"),
+            "none, linear or yarn",
+        ),
+        (
+            "llama.rope.scaling.attn_factor",
+            Val::f64(2.0),
+            "rope.scaling.attn_factor",
         ),
         ("llama.rope.dimension_count", Val::u32(4), "partial rotary"),
     ] {

@@ -104,6 +104,26 @@ pub enum RopeScaling {
         high_freq_factor: f64,
         original_context: f64,
     },
+    /// YaRN as llama.cpp's `rope_yarn` applies it: each frequency mixes its interpolated (÷
+    /// `factor`) and extrapolated value by a ramp over the rotated pairs between the correction
+    /// dimensions where `beta_fast` and `beta_slow` turns fit in `original_context` positions;
+    /// cos and sin are multiplied by `mscale`.
+    Yarn {
+        factor: f64,
+        original_context: f64,
+        beta_fast: f64,
+        beta_slow: f64,
+        mscale: f64,
+    },
+}
+
+/// YaRN's magnitude scale for a `factor`, as llama.cpp and `transformers` compute it.
+pub fn yarn_mscale(factor: f64) -> f64 {
+    if factor <= 1.0 {
+        1.0
+    } else {
+        0.1 * factor.ln() + 1.0
+    }
 }
 
 impl RopeScaling {
@@ -111,12 +131,33 @@ impl RopeScaling {
         *self == Self::None
     }
 
-    /// The divisor of each inverse frequency `inv` (1 when unscaled), as llama.cpp's
-    /// converter computes Llama 3's `rope_freqs` and its `freq_scale` applies linear scaling.
-    pub fn divisor(&self, inv: f64) -> f64 {
+    /// The divisor of rotated pair `k`'s inverse frequency `inv` (1 when unscaled), for `rot`
+    /// rotated dimensions and RoPE base `base`: as llama.cpp's converter computes Llama 3's
+    /// `rope_freqs`, its `freq_scale` applies linear scaling and `rope_yarn` YaRN (in f32, as
+    /// ggml computes the correction dimensions, so the ramp ends on the same pairs).
+    pub fn divisor(&self, k: usize, inv: f64, rot: usize, base: f64) -> f64 {
         match *self {
             Self::None => 1.0,
             Self::Linear { factor } => factor,
+            Self::Yarn {
+                factor,
+                original_context,
+                beta_fast,
+                beta_slow,
+                ..
+            } => {
+                let dims = rot as f32;
+                let corr = |beta: f64| {
+                    let turns =
+                        original_context as f32 / (beta as f32 * 2.0 * std::f32::consts::PI);
+                    dims * turns.ln() / (2.0 * (base as f32).ln())
+                };
+                let low = corr(beta_fast).floor().max(0.0);
+                let high = corr(beta_slow).ceil().min(dims - 1.0);
+                let y = (k as f32 - low) / (high - low).max(0.001);
+                let ramp = f64::from(1.0 - y.clamp(0.0, 1.0));
+                1.0 / ((1.0 - ramp) / factor + ramp)
+            }
             Self::Llama3 {
                 factor,
                 low_freq_factor: low,
@@ -136,8 +177,18 @@ impl RopeScaling {
         }
     }
 
-    /// `rope_scaling` of a `config.json`: linear and llama3 are applied, others refused.
-    fn from_hf(v: &serde_json::Value) -> Result<Self, String> {
+    /// The scale of cos and sin (YaRN's `mscale`; 1 otherwise).
+    pub fn mscale(&self) -> f64 {
+        match *self {
+            Self::Yarn { mscale, .. } => mscale,
+            _ => 1.0,
+        }
+    }
+
+    /// `rope_scaling` of a `config.json`: linear, llama3 and YaRN are applied, others refused.
+    /// YaRN's `factor` is taken as written and its original context defaults to `context`, as
+    /// llama.cpp's converter writes them; `attention_factor` defaults to [`yarn_mscale`].
+    fn from_hf(v: &serde_json::Value, context: usize) -> Result<Self, String> {
         if v.is_null() {
             return Ok(Self::None);
         }
@@ -164,13 +215,53 @@ impl RopeScaling {
                     original_context: num("original_max_position_embeddings")?,
                 })
             }
+            "yarn" => Self::yarn_from_hf(v, context, num),
             other => Err(format!(
-                "rope_scaling type {other:?} is not supported (linear and llama3 are); its \
+                "rope_scaling type {other:?} is not supported (linear, llama3 and yarn are); its \
                  positions would be rotated wrong"
             )),
         }
     }
 }
+impl RopeScaling {
+    fn yarn_from_hf(
+        v: &serde_json::Value,
+        context: usize,
+        num: impl Fn(&str) -> Result<f64, String>,
+    ) -> Result<Self, String> {
+        for key in ["mscale", "mscale_all_dim"] {
+            if !v[key].is_null() {
+                return Err(format!(
+                    "rope_scaling.{key} (DeepSeek's YaRN magnitude rule) is not supported"
+                ));
+            }
+        }
+        if v["truncate"] == serde_json::Value::Bool(false) {
+            return Err(
+                "rope_scaling.truncate = false (an unrounded YaRN ramp) is not \
+                        supported"
+                    .into(),
+            );
+        }
+        let or = |key: &str, default: f64| match v[key].is_null() {
+            true => Ok(default),
+            false => num(key),
+        };
+        let factor = num("factor")?;
+        let (beta_fast, beta_slow) = (or("beta_fast", 32.0)?, or("beta_slow", 1.0)?);
+        if beta_fast <= beta_slow {
+            return Err("rope_scaling.beta_fast must exceed beta_slow".into());
+        }
+        Ok(Self::Yarn {
+            factor,
+            original_context: or("original_max_position_embeddings", context as f64)?,
+            beta_fast,
+            beta_slow,
+            mscale: or("attention_factor", yarn_mscale(factor))?,
+        })
+    }
+}
+
 impl LlamaConfig {
     /// Reads `{arch}.*` metadata; rejects architectures outside [`families::FAMILIES`] and files the
     /// validation pass ([`super::validate`]) finds problems in.
@@ -200,12 +291,15 @@ impl LlamaConfig {
             });
         }
         let heads = hf.num_attention_heads;
-        let rope_scaling =
-            RopeScaling::from_hf(hf.rope_scaling.as_ref().unwrap_or(&serde_json::Value::Null))
-                .map_err(|detail| ModelError::Invalid {
-                    path: path.to_path_buf(),
-                    detail,
-                })?;
+        let context = hf.max_position_embeddings.unwrap_or(4096);
+        let rope_scaling = RopeScaling::from_hf(
+            hf.rope_scaling.as_ref().unwrap_or(&serde_json::Value::Null),
+            context,
+        )
+        .map_err(|detail| ModelError::Invalid {
+            path: path.to_path_buf(),
+            detail,
+        })?;
         let cfg = Self {
             hidden: hf.hidden_size,
             ffn: hf.intermediate_size,
@@ -217,7 +311,7 @@ impl LlamaConfig {
             rms_eps: hf.rms_norm_eps.unwrap_or(1e-6),
             rope_theta: hf.rope_theta.unwrap_or(10_000.0),
             rope_interleaved: false,
-            context_length: hf.max_position_embeddings.unwrap_or(4096),
+            context_length: context,
             qkv_bias: family.qkv_bias,
             qk_norm: family.qk_norm,
             rope_scaling,
@@ -411,8 +505,15 @@ impl GemmaConfig {
                 hf.hidden_activation
             )));
         }
-        if hf.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
-            return Err(bad("rope_scaling is not supported yet".into()));
+        let context = hf.max_position_embeddings.unwrap_or(32_768);
+        let null = serde_json::Value::Null;
+        let rope_scaling = RopeScaling::from_hf(hf.rope_scaling.as_ref().unwrap_or(&null), context)
+            .map_err(bad)?;
+        if !matches!(rope_scaling, RopeScaling::None | RopeScaling::Linear { .. }) {
+            return Err(bad(format!(
+                "rope_scaling {rope_scaling:?} is not supported for Gemma 3 (linear is, on its \
+                 global layers)"
+            )));
         }
         let layers = hf.num_hidden_layers;
         let global = match &hf.layer_types {
@@ -439,10 +540,10 @@ impl GemmaConfig {
             rms_eps: hf.rms_norm_eps.unwrap_or(1e-6),
             rope_theta: hf.rope_theta.unwrap_or(1_000_000.0),
             rope_interleaved: false,
-            context_length: hf.max_position_embeddings.unwrap_or(32_768),
+            context_length: context,
             qkv_bias: false,
             qk_norm: true,
-            rope_scaling: RopeScaling::None,
+            rope_scaling,
             nope_every: 0,
             rope_dims: 0,
             fused: false,

@@ -61,6 +61,8 @@ pub const COMMON_KEYS: &[&str] = &[
     "rope.scaling.type",
     "rope.scaling.factor",
     "rope.scale_linear",
+    "rope.scaling.attn_factor",
+    "rope.scaling.original_context_length",
     "nextn_predict_layers",
 ];
 
@@ -77,7 +79,8 @@ pub const FAMILIES: &[Family] = &[
         nope_every: 0,
         phi3: false,
         keys: &[],
-        about: "Llama 2/3 (Llama-3 rope_freqs), SmolLM2, Mistral 7B; DeepSeek-style nextn MTP",
+        about: "Llama 2/3 (Llama-3 rope_freqs), SmolLM2, Mistral 7B; linear or YaRN RoPE scaling; \
+                DeepSeek-style nextn MTP",
     },
     Family {
         gguf: "qwen2",
@@ -90,7 +93,7 @@ pub const FAMILIES: &[Family] = &[
         nope_every: 0,
         phi3: false,
         keys: &[],
-        about: "Qwen2, Qwen2.5: llama block with Q/K/V bias, NEOX RoPE",
+        about: "Qwen2, Qwen2.5: llama block with Q/K/V bias, NEOX RoPE; linear or YaRN scaling",
     },
     Family {
         gguf: "qwen3",
@@ -103,7 +106,8 @@ pub const FAMILIES: &[Family] = &[
         nope_every: 0,
         phi3: false,
         keys: &[],
-        about: "Qwen3 dense: llama block with per-head q/k RMSNorm, NEOX RoPE",
+        about:
+            "Qwen3 dense: llama block with per-head q/k RMSNorm, NEOX RoPE; linear or YaRN scaling",
     },
     Family {
         gguf: "phi3",
@@ -115,11 +119,7 @@ pub const FAMILIES: &[Family] = &[
         rope_freqs: false,
         nope_every: 0,
         phi3: true,
-        keys: &[
-            "rope.scaling.attn_factor",
-            "rope.scaling.original_context_length",
-            "attention.sliding_window",
-        ],
+        keys: &["attention.sliding_window"],
         about: "Phi-3, Phi-4-mini: fused qkv and gate/up, partial rotary, LongRoPE; sliding \
                 window not applied (as llama.cpp)",
     },
@@ -154,7 +154,8 @@ pub const FAMILIES: &[Family] = &[
             "final_logit_softcapping",
             "attn_logit_softcapping",
         ],
-        about: "Gemma 3 text: sliding-window layers, GELU, four norms a layer, soft-caps",
+        about: "Gemma 3 text: sliding-window layers, GELU, four norms a layer, soft-caps; linear \
+                scaling of the global layers",
     },
 ];
 

@@ -20,7 +20,7 @@ use super::attention::{Dims, Scoring};
 use super::embedding::Embedding;
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
-use super::llama::{rope_tables, CpuAttention, SeqInput, StepPlan, MAX_ROPE_POSITIONS};
+use super::llama::{rope_tables_scaled, CpuAttention, SeqInput, StepPlan, MAX_ROPE_POSITIONS};
 use super::projections::{qk_norm, Act, GateUp, Qkv};
 use super::weights::{Names, WeightSource};
 use crate::config::WeightDType;
@@ -171,12 +171,14 @@ impl Gemma {
         }
         let b = &cfg.base;
         let positions = b.context_length.clamp(1, MAX_ROPE_POSITIONS);
-        let rope = |theta| {
-            rope_tables(b.head_dim, theta, positions, &device)
+        // As llama.cpp and `transformers`: linear scaling on the global layers only.
+        let factor = b.rope_scaling.divisor(0, 1.0, b.head_dim, b.rope_theta);
+        let rope = |theta, factor: f64| {
+            rope_tables_scaled(b.head_dim, theta, positions, |_, _| factor, &device)
                 .map_err(ModelError::candle("building RoPE tables"))
         };
-        let global_rope = rope(b.rope_theta)?;
-        let local_rope = rope(cfg.rope_local_theta)?;
+        let global_rope = rope(b.rope_theta, factor)?;
+        let local_rope = rope(cfg.rope_local_theta, 1.0)?;
         Ok(Self {
             embed,
             layers,

@@ -97,9 +97,25 @@ impl FamilyReport {
         let mut rope_scaling = match (scaling, freqs) {
             (_, true) if f.rope_freqs => "llama3 (rope_freqs.weight)".to_string(),
             (Some(RopeScaling::Linear { factor }), _) => format!("linear ×{factor}"),
+            (
+                Some(RopeScaling::Yarn {
+                    factor,
+                    original_context,
+                    beta_fast,
+                    beta_slow,
+                    mscale,
+                }),
+                _,
+            ) => format!(
+                "yarn ×{factor} (original context {original_context}, β {beta_fast}/{beta_slow}, \
+                 cos/sin ×{mscale:.3})"
+            ),
             (Some(s), _) => format!("{s:?}").to_lowercase(),
             (None, _) => "n/a (the file has problems)".into(),
         };
+        if f.engine == families::Engine::Gemma && scaling.is_some_and(|s| s != RopeScaling::None) {
+            rope_scaling.push_str(" on the global layers");
+        }
         if let Some(l) = cfg.as_ref().and_then(|c| c.long_rope) {
             rope_scaling = format!(
                 "LongRoPE, {:?} factors (original context {}), cos/sin ×{:.3}",
@@ -191,7 +207,10 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
     let mut llama_cfg = None;
     match families::by_gguf(&arch) {
         Some(f) if f.engine == families::Engine::Gemma => match validate::gemma_config(&g, f) {
-            Ok(c) => gemma = Some(GemmaReport::new(&c)),
+            Ok(c) => {
+                gemma = Some(GemmaReport::new(&c));
+                llama_cfg = Some(c.base);
+            }
             Err(p) => problems.extend(p),
         },
         Some(f) => match validate::llama_config(&g, f) {

@@ -22,7 +22,7 @@ mod rope;
 pub use nextn::NextnInput;
 pub(crate) use nextn::{nextn_name, nextn_tensors};
 use rope::rope_freqs;
-pub(crate) use rope::{rope_tables, rope_tables_scaled};
+pub(crate) use rope::rope_tables_scaled;
 
 /// Longest RoPE table built, in positions (bounds memory for models with huge contexts).
 pub(crate) const MAX_ROPE_POSITIONS: usize = 32_768;
@@ -170,13 +170,15 @@ impl Llama {
         let positions = cfg.context_length.clamp(1, MAX_ROPE_POSITIONS);
         let freqs = rope_freqs(&cfg, src)?;
         let scaling = cfg.rope_scaling;
+        let (rot, base) = (cfg.rot(), cfg.rope_theta);
         let divisor = |i: usize, inv: f64| {
-            scaling.divisor(inv) * freqs.as_ref().map_or(1.0, |f| f64::from(f[i]))
+            scaling.divisor(i, inv, rot, base) * freqs.as_ref().map_or(1.0, |f| f64::from(f[i]))
         };
-        let (cos, sin) = rope_tables_scaled(cfg.rot(), cfg.rope_theta, positions, divisor, &device)
-            .and_then(|(c, s)| match cfg.long_rope.map(|l| l.attn_factor) {
-                Some(m) if m != 1.0 => Ok(((c * m)?, (s * m)?)),
-                _ => Ok((c, s)),
+        let mscale = scaling.mscale() * cfg.long_rope.map_or(1.0, |l| l.attn_factor);
+        let (cos, sin) = rope_tables_scaled(rot, base, positions, divisor, &device)
+            .and_then(|(c, s)| match mscale {
+                1.0 => Ok((c, s)),
+                m => Ok(((c * m)?, (s * m)?)),
             })
             .map_err(ModelError::candle("building RoPE tables"))?;
         let nope = match cfg.nope_every {

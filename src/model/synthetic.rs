@@ -61,6 +61,9 @@ pub struct Spec {
     pub long_rope: Option<(Vec<f32>, Vec<f32>, f32, usize)>,
     /// `rope.scaling.type = linear` with this `rope.scaling.factor` (GGUF only).
     pub rope_linear: Option<f32>,
+    /// `rope.scaling.type = yarn` (GGUF only): factor, original context, and
+    /// `rope.scaling.attn_factor` when set.
+    pub rope_yarn: Option<(f32, usize, Option<f32>)>,
 }
 
 impl Default for Spec {
@@ -85,6 +88,7 @@ impl Default for Spec {
             rope_dims: None,
             long_rope: None,
             rope_linear: None,
+            rope_yarn: None,
         }
     }
 }
@@ -337,6 +341,15 @@ pub(crate) fn write_gguf_with(
     if let Some(f) = spec.rope_linear {
         meta.push((key("rope.scaling.type"), Value::String("linear".into())));
         meta.push((key("rope.scaling.factor"), Value::F32(f)));
+    }
+    if let Some((f, original, attn)) = spec.rope_yarn {
+        meta.push((key("rope.scaling.type"), Value::String("yarn".into())));
+        meta.push((key("rope.scaling.factor"), Value::F32(f)));
+        let orig = key("rope.scaling.original_context_length");
+        meta.push((orig, Value::U32(original as u32)));
+        if let Some(a) = attn {
+            meta.push((key("rope.scaling.attn_factor"), Value::F32(a)));
+        }
     }
     if a == "qwen3" {
         // As Qwen3's converter writes them (candle's reader needs them).

@@ -34,6 +34,9 @@ pub struct GemmaSpec {
     /// Storage of the matrices in GGUF; norms are always f32.
     pub quant: GgmlDType,
     pub seed: u64,
+    /// Linear RoPE scaling of the global layers (`rope.scaling.factor`; `rope_scaling` in
+    /// `config.json`), as Gemma 3 4B and up ship.
+    pub rope_linear: Option<f32>,
 }
 
 impl Default for GemmaSpec {
@@ -51,6 +54,7 @@ impl Default for GemmaSpec {
             final_softcap: Some(30.0),
             quant: GgmlDType::F32,
             seed: 7,
+            rope_linear: None,
         }
     }
 }
@@ -201,6 +205,10 @@ pub fn write_gemma_gguf(path: &Path, spec: &GemmaSpec) -> candle_core::Result<()
     if let Some(cap) = spec.final_softcap {
         meta.push((key("final_logit_softcapping"), Value::F32(cap as f32)));
     }
+    if let Some(f) = spec.rope_linear {
+        meta.push((key("rope.scaling.type"), Value::String("linear".into())));
+        meta.push((key("rope.scaling.factor"), Value::F32(f)));
+    }
     let meta_refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let tensor_refs: Vec<(&str, &QTensor)> = qs.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -238,6 +246,10 @@ pub fn write_gemma_safetensors_dir(dir: &Path, spec: &GemmaSpec) -> candle_core:
         "sliding_window": spec.sliding_window,
         "sliding_window_pattern": spec.pattern,
         "max_position_embeddings": spec.context,
+        "rope_scaling": spec.rope_linear.map(|f| serde_json::json!({
+            "rope_type": "linear",
+            "factor": f,
+        })),
         "bos_token_id": 2,
         "eos_token_id": 1,
     });

@@ -192,8 +192,8 @@ impl<'a> Meta<'a> {
             );
         }
         let (head_dim, rope_dims) = self.head_dim(hidden, heads)?;
-        let rope_scaling = self.rope_scaling();
         let context_len = context.unwrap_or(4096) as usize;
+        let rope_scaling = self.rope_scaling(context_len);
         let long_rope = self.long_rope(context_len);
         self.unknown_keys();
         let vocab = self.vocab(hidden)?;
@@ -358,8 +358,8 @@ impl<'a> Meta<'a> {
     }
 
     /// Gemma's additions to the llama-family metadata. llama.cpp writes no key for the layer
-    /// pattern, the local RoPE base or the score scale and uses 6, 10 000 and head_dim; so do we
-    /// when the keys are absent.
+    /// pattern, the local RoPE base or the score scale and uses 6, 10 000 and
+    /// [`gemma_score_scalar`]; so do we when the keys are absent.
     fn gemma(&mut self, base: LlamaConfig) -> Option<GemmaConfig> {
         let window = self.int(&self.key("attention.sliding_window"), 1..=MAX_CONTEXT, None);
         let pattern = self.int(
@@ -376,7 +376,7 @@ impl<'a> Meta<'a> {
         );
         let scalar = self.float(
             &self.key("attention.query_pre_attn_scalar"),
-            base.head_dim as f64,
+            gemma_score_scalar(&base),
             positive,
             "a finite number above 0, such as 256",
         );
@@ -515,5 +515,14 @@ pub(crate) fn show(v: &Value) -> String {
             Some(x) => x.to_string(),
             None => format!("{other:?}"),
         },
+    }
+}
+
+/// Gemma 3's score scale when the file has no `attention.query_pre_attn_scalar`: llama.cpp's
+/// rule, hidden / heads for the 62-layer (27B) model and the head size otherwise.
+fn gemma_score_scalar(base: &LlamaConfig) -> f64 {
+    match base.layers {
+        62 => (base.hidden / base.heads) as f64,
+        _ => base.head_dim as f64,
     }
 }

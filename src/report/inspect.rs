@@ -206,7 +206,8 @@ pub(crate) fn families(json: bool) -> anyhow::Result<String> {
         s,
         "\nEvery tensor and ARCH.* key in a file must be one its family reads, else the file is \
          refused by name (a key it ignores could change the computation). RoPE scaling: none, \
-         linear, Llama-3 rope_freqs; YaRN and LongRoPE are refused."
+         linear, Llama-3 rope_freqs and YaRN on the llama engine, phi3's LongRoPE, linear on \
+         Gemma 3's global layers; any other type is refused."
     );
     let _ = writeln!(
         s,

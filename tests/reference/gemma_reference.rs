@@ -200,3 +200,29 @@ fn synthetic_tokenizer_adds_bos_and_matches_specials() {
     );
     assert!(m.chat.is_none());
 }
+
+#[test]
+fn linear_rope_scaling_reads_the_same_from_config_json_and_gguf() {
+    // Gemma 3 4B and up scale the global layers' RoPE linearly (factor 8); the GGUF side is
+    // llama.cpp-checked (fixture family-gemma3-linear), config.json must agree with it, and the
+    // scaling must change the logits.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = GemmaSpec {
+        rope_linear: Some(8.0),
+        ..GemmaSpec::default()
+    };
+    let st = dir.path().join("st");
+    write_gemma_safetensors_dir(&st, &spec).unwrap();
+    let gguf = dir.path().join("scaled.gguf");
+    write_gemma_gguf(&gguf, &spec).unwrap();
+    let plain = dir.path().join("plain.gguf");
+    write_gemma_gguf(&plain, &GemmaSpec::default()).unwrap();
+    let a = ours(&load(&gguf, WeightDType::Q), STEPS);
+    let b = ours(&load(&st, WeightDType::Q), STEPS);
+    assert_close(&a, &b, "linear scaling, config.json vs gguf");
+    let c = ours(&load(&plain, WeightDType::Q), STEPS);
+    assert!(
+        max_diff(&a[10], &c[10]) > 1e-3,
+        "the scaling changed nothing"
+    );
+}

@@ -269,3 +269,48 @@ fn safetensors_llama3_rope_scaling_matches_stock_llama() {
     let stock = stock_safetensors_trace(dir.path());
     assert_same(&ours, &stock, "safetensors llama3 rope scaling");
 }
+
+#[test]
+fn config_json_yarn_equals_the_gguf_llama_cpp_checked() {
+    // The GGUF side is llama.cpp-checked (fixture family-qwen2-yarn); config.json's
+    // `rope_scaling: {rope_type: yarn}` must give the same model. `attention_factor` there is
+    // the whole cos/sin scale; a GGUF's attn_factor multiplies YaRN's 1 + 0.1·ln(factor).
+    let dir = tempfile::tempdir().unwrap();
+    let spec = tokfire::model::synthetic::Spec {
+        arch: "qwen2".into(),
+        quant: GgmlDType::F32,
+        rope_yarn: Some((2.0, 2048, Some(0.95))),
+        ..Default::default()
+    };
+    let path = dir.path().join("q.gguf");
+    tokfire::model::synthetic::write_gguf(&path, &spec).unwrap();
+    let st = dir.path().join("st");
+    tokfire::model::synthetic::write_safetensors_dir(&st, &spec).unwrap();
+    let config = st.join("config.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    v["rope_scaling"] = serde_json::json!({
+        "rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 2048,
+        "attention_factor": 0.95 * (1.0 + 0.1 * 2f64.ln())
+    });
+    std::fs::write(&config, v.to_string()).unwrap();
+    let a = solo(&load(&path, WeightDType::Q).model, &PROMPT, 8);
+    let b = solo(&load(&st, WeightDType::Q).model, &PROMPT, 8);
+    assert_eq!(a.tokens, b.tokens, "yarn: greedy tokens differ");
+    for (i, (x, y)) in a.logits.iter().zip(&b.logits).enumerate() {
+        let d = max_diff(x, y);
+        assert!(
+            d <= 1e-4,
+            "yarn gguf vs config.json: step {i} logits differ by {d}"
+        );
+    }
+    let plain = {
+        let d2 = tempfile::tempdir().unwrap();
+        tokfire::model::synthetic::write_safetensors_dir(d2.path(), &spec).unwrap();
+        solo(&load(d2.path(), WeightDType::Q).model, &PROMPT, 8)
+    };
+    assert!(
+        max_diff(&b.logits[1], &plain.logits[1]) > 1e-3,
+        "the scaling changed nothing"
+    );
+}

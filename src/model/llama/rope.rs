@@ -1,6 +1,6 @@
 //! RoPE tables of the llama engine: cos and sin for every position, built as candle's llama
 //! builds them, with each frequency divided by what the file asks (Llama 3's `rope_freqs`,
-//! phi3's LongRoPE set, linear scaling).
+//! phi3's LongRoPE set, linear and YaRN scaling).
 
 use candle_core::{DType, Device, Tensor};
 
@@ -40,17 +40,8 @@ pub(super) fn rope_freqs(
     Ok(Some(f))
 }
 
-/// cos/sin tables `[positions, head_dim/2]` exactly as candle's llama builds them.
-pub(crate) fn rope_tables(
-    head_dim: usize,
-    theta: f64,
-    positions: usize,
-    dev: &Device,
-) -> candle_core::Result<(Tensor, Tensor)> {
-    rope_tables_scaled(head_dim, theta, positions, |_, _| 1.0, dev)
-}
-
-/// [`rope_tables`] with frequency `i` (inverse frequency `inv`) divided by `divisor(i, inv)`.
+/// cos/sin tables `[positions, head_dim/2]` as candle's llama builds them, with frequency `i`
+/// (inverse frequency `inv`) divided by `divisor(i, inv)`.
 pub(crate) fn rope_tables_scaled(
     head_dim: usize,
     theta: f64,

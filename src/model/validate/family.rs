@@ -1,11 +1,12 @@
 //! The family half of the validation pass: what a family reads and refuses. The head size and
-//! the rotated dimensions, RoPE scaling (none and linear applied, anything else refused), phi3's
+//! the rotated dimensions, RoPE scaling (none, linear and YaRN applied, anything else refused), phi3's
 //! LongRoPE, and the refusal of every `ARCH.*` key and every tensor the family does not read,
 //! each named with what it would mean.
 
 use candle_core::quantized::gguf_file::Value;
 
-use super::super::arch::{LongRope, LongRopeSet, RopeScaling};
+use super::super::arch::{yarn_mscale, LongRope, LongRopeSet, RopeScaling};
+use super::super::families::Engine;
 use super::super::llama::MAX_ROPE_POSITIONS;
 use super::{show, Meta, MAX_CONTEXT, MAX_HIDDEN};
 
@@ -87,9 +88,11 @@ impl Meta<'_> {
         }))
     }
 
-    /// `rope.scaling.type` (or the older `rope.scale_linear`): none and linear are applied,
-    /// YaRN, LongRoPE and anything else refused by name.
-    pub(super) fn rope_scaling(&mut self) -> Option<RopeScaling> {
+    /// `rope.scaling.type` (or the older `rope.scale_linear`): none, linear and YaRN (llama
+    /// engine, not with phi3's LongRoPE) are applied, anything else refused by name.
+    /// `rope.scaling.attn_factor` scales cos and sin under YaRN and LongRoPE; elsewhere a value
+    /// other than 1 is refused, not ignored.
+    pub(super) fn rope_scaling(&mut self, context: usize) -> Option<RopeScaling> {
         let key = self.key("rope.scaling.type");
         let kind = match self.g.get(&key) {
             None => None,
@@ -105,34 +108,82 @@ impl Meta<'_> {
         };
         let positive = |x: f64| x.is_finite() && x > 0.0;
         let factor_key = self.key("rope.scaling.factor");
-        match kind.as_deref() {
+        let yarn_here = !self.family.phi3 && self.family.engine == Engine::Llama;
+        let scaling = match kind.as_deref() {
             None => {
                 let legacy = self.key("rope.scale_linear");
                 if self.g.get(&legacy).is_none() {
-                    return Some(RopeScaling::None);
+                    return self.attn_factor_unused(RopeScaling::None);
                 }
                 let f = self.float(&legacy, 1.0, positive, "a finite number above 0")?;
-                Some(if f == 1.0 {
-                    RopeScaling::None
-                } else {
-                    RopeScaling::Linear { factor: f }
-                })
+                match f == 1.0 {
+                    true => RopeScaling::None,
+                    false => RopeScaling::Linear { factor: f },
+                }
             }
-            Some("none") => Some(RopeScaling::None),
+            Some("none") => RopeScaling::None,
             Some("linear") => {
                 let f = self.float(&factor_key, 1.0, positive, "a finite number above 0")?;
-                Some(RopeScaling::Linear { factor: f })
+                RopeScaling::Linear { factor: f }
             }
+            Some("yarn") if yarn_here => return self.yarn(context),
             Some(other) => {
+                let expected = match yarn_here {
+                    true => "none, linear or yarn",
+                    false => "none or linear",
+                };
                 self.problem(
                     format!("metadata key {key}"),
                     format!("{other:?}"),
-                    "none or linear (other RoPE scaling is not implemented here; positions \
-                     would be rotated wrong)",
+                    &format!(
+                        "{expected} (other RoPE scaling is not implemented for {}; positions \
+                         would be rotated wrong)",
+                        self.arch
+                    ),
                 );
-                None
+                return None;
             }
+        };
+        self.attn_factor_unused(scaling)
+    }
+
+    /// YaRN as llama.cpp reads it for these families: `rope.scaling.factor`,
+    /// `rope.scaling.original_context_length` (the context when absent) and
+    /// `rope.scaling.attn_factor`; β 32 and 1, as llama.cpp, which reads no key for them here.
+    fn yarn(&mut self, context: usize) -> Option<RopeScaling> {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let factor_key = self.key("rope.scaling.factor");
+        let factor = self.float(&factor_key, 1.0, positive, "a finite number above 0")?;
+        let key = self.key("rope.scaling.original_context_length");
+        let original = self.int(&key, 1..=MAX_CONTEXT, Some(context as u64))?;
+        let key = self.key("rope.scaling.attn_factor");
+        let attn = self.float(&key, 1.0, positive, "a finite number above 0")?;
+        Some(RopeScaling::Yarn {
+            factor,
+            original_context: original as f64,
+            beta_fast: 32.0,
+            beta_slow: 1.0,
+            mscale: attn * yarn_mscale(factor),
+        })
+    }
+
+    /// Outside YaRN and LongRoPE, `rope.scaling.attn_factor` must be absent or 1: the engine
+    /// does not scale cos and sin there.
+    fn attn_factor_unused(&mut self, scaling: RopeScaling) -> Option<RopeScaling> {
+        let key = self.key("rope.scaling.attn_factor");
+        if self.family.phi3 || self.g.get(&key).is_none() {
+            return Some(scaling);
         }
+        let f = self.float(&key, 1.0, |x| x.is_finite(), "a finite number")?;
+        if f != 1.0 {
+            self.problem(
+                format!("metadata key {key}"),
+                f,
+                "1 (a cos/sin scale is applied with yarn scaling or LongRoPE only)",
+            );
+            return None;
+        }
+        Some(scaling)
     }
 
     /// Every `ARCH.*` key the family does not read: it may change the computation.

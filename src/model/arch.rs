@@ -188,7 +188,7 @@ impl RopeScaling {
     /// `rope_scaling` of a `config.json`: linear, llama3 and YaRN are applied, others refused.
     /// YaRN's `factor` is taken as written and its original context defaults to `context`, as
     /// llama.cpp's converter writes them; `attention_factor` defaults to [`yarn_mscale`].
-    fn from_hf(v: &serde_json::Value, context: usize) -> Result<Self, String> {
+    pub(super) fn from_hf(v: &serde_json::Value, context: usize) -> Result<Self, String> {
         if v.is_null() {
             return Ok(Self::None);
         }
@@ -282,12 +282,10 @@ impl LlamaConfig {
         })?;
         let model_type = hf.model_type.clone().unwrap_or_else(|| "llama".into());
         let family = check_hf(path, &model_type)?;
-        if family.phi3 {
+        if let Some(why) = family.config_json_refused {
             return Err(ModelError::Invalid {
                 path: path.to_path_buf(),
-                detail: "phi3 loads from GGUF only for now (its config.json layout is not \
-                         read); convert it with llama.cpp's convert_hf_to_gguf.py"
-                    .into(),
+                detail: why.into(),
             });
         }
         let heads = hf.num_attention_heads;
@@ -315,7 +313,13 @@ impl LlamaConfig {
             qkv_bias: family.qkv_bias,
             qk_norm: family.qk_norm,
             rope_scaling,
-            nope_every: nope_from_hf(path, family, &hf)?,
+            nope_every: super::families::smollm3::nope_from_hf(
+                path,
+                family,
+                hf.num_hidden_layers,
+                hf.no_rope_layers.as_deref(),
+                hf.no_rope_layer_interval,
+            )?,
             rope_dims: 0,
             fused: false,
             long_rope: None,
@@ -339,7 +343,7 @@ impl LlamaConfig {
         self.nope_every == 0 || !(l + 1).is_multiple_of(self.nope_every)
     }
 
-    fn validate(&self, path: &Path) -> Result<(), ModelError> {
+    pub(super) fn validate(&self, path: &Path) -> Result<(), ModelError> {
         let bad = |detail: String| {
             Err(ModelError::Invalid {
                 path: path.to_path_buf(),
@@ -407,29 +411,6 @@ fn check_hf(path: &Path, model_type: &str) -> Result<&'static Family, ModelError
     })
 }
 
-/// SmolLM3's NoPE layers from a `config.json`: `no_rope_layers` (1 = rotates) must follow the
-/// every-`no_rope_layer_interval`-th pattern llama.cpp applies, else the file is refused.
-fn nope_from_hf(path: &Path, family: &Family, hf: &HfConfig) -> Result<usize, ModelError> {
-    if family.nope_every == 0 {
-        return Ok(0);
-    }
-    let n = hf.no_rope_layer_interval.unwrap_or(family.nope_every);
-    let pattern: Vec<u8> = (0..hf.num_hidden_layers)
-        .map(|l| u8::from(!(l + 1).is_multiple_of(n.max(1))))
-        .collect();
-    match &hf.no_rope_layers {
-        Some(given) if *given != pattern || n != family.nope_every => Err(ModelError::Invalid {
-            path: path.to_path_buf(),
-            detail: format!(
-                "no_rope_layers / no_rope_layer_interval differ from every {}th layer without \
-                 RoPE, the only pattern implemented (as in llama.cpp)",
-                family.nope_every
-            ),
-        }),
-        _ => Ok(family.nope_every),
-    }
-}
-
 /// The fields of a Hugging Face `config.json` that matter here.
 #[derive(Debug, Deserialize)]
 struct HfConfig {
@@ -485,112 +466,10 @@ impl GemmaConfig {
         })
     }
 
-    /// Reads a Hugging Face Gemma 3 `config.json` (`model_type` `gemma3_text`).
-    pub fn from_hf_json(path: &Path) -> Result<Self, ModelError> {
-        let text = crate::files::read_text(path, crate::files::MAX_INPUT_BYTES)
-            .map_err(ModelError::io(path))?;
-        let bad = |detail: String| ModelError::Invalid {
-            path: path.to_path_buf(),
-            detail,
-        };
-        let hf: HfGemma = serde_json::from_str(&text)
-            .map_err(|e| bad(format!("not a Gemma 3 config.json: {e}")))?;
-        if hf
-            .hidden_activation
-            .as_deref()
-            .is_some_and(|a| a != "gelu_pytorch_tanh")
-        {
-            return Err(bad(format!(
-                "hidden_activation {:?} is not supported (Gemma 3 uses gelu_pytorch_tanh)",
-                hf.hidden_activation
-            )));
-        }
-        let context = hf.max_position_embeddings.unwrap_or(32_768);
-        let null = serde_json::Value::Null;
-        let rope_scaling = RopeScaling::from_hf(hf.rope_scaling.as_ref().unwrap_or(&null), context)
-            .map_err(bad)?;
-        if !matches!(rope_scaling, RopeScaling::None | RopeScaling::Linear { .. }) {
-            return Err(bad(format!(
-                "rope_scaling {rope_scaling:?} is not supported for Gemma 3 (linear is, on its \
-                 global layers)"
-            )));
-        }
-        let layers = hf.num_hidden_layers;
-        let global = match &hf.layer_types {
-            Some(types) if types.len() == layers => {
-                types.iter().map(|t| t == "full_attention").collect()
-            }
-            Some(types) => {
-                return Err(bad(format!(
-                    "layer_types has {} entries for {layers} layers",
-                    types.len()
-                )))
-            }
-            None => gemma_pattern(layers, hf.sliding_window_pattern.unwrap_or(6)),
-        };
-        let base = LlamaConfig {
-            arch: "gemma3".into(),
-            hidden: hf.hidden_size,
-            ffn: hf.intermediate_size,
-            layers,
-            heads: hf.num_attention_heads,
-            kv_heads: hf.num_key_value_heads,
-            head_dim: hf.head_dim,
-            vocab: hf.vocab_size,
-            rms_eps: hf.rms_norm_eps.unwrap_or(1e-6),
-            rope_theta: hf.rope_theta.unwrap_or(1_000_000.0),
-            rope_interleaved: false,
-            context_length: context,
-            qkv_bias: false,
-            qk_norm: true,
-            rope_scaling,
-            nope_every: 0,
-            rope_dims: 0,
-            fused: false,
-            long_rope: None,
-            nextn: 0,
-        };
-        base.validate(path)?;
-        let cfg = Self {
-            sliding_window: hf.sliding_window.unwrap_or(512).max(1),
-            global,
-            rope_local_theta: hf.rope_local_base_freq.unwrap_or(10_000.0),
-            query_pre_attn_scalar: hf.query_pre_attn_scalar.unwrap_or(hf.head_dim as f64),
-            final_softcap: hf.final_logit_softcapping,
-            attn_softcap: hf.attn_logit_softcapping,
-            base,
-        };
-        Ok(cfg)
-    }
-
     /// Whether layer `l` is a sliding-window layer.
     pub fn is_local(&self, l: usize) -> bool {
         !self.global.get(l).copied().unwrap_or(true)
     }
-}
-
-/// The fields of a Gemma 3 `config.json` that matter here.
-#[derive(Debug, Deserialize)]
-struct HfGemma {
-    hidden_size: usize,
-    intermediate_size: usize,
-    num_hidden_layers: usize,
-    num_attention_heads: usize,
-    num_key_value_heads: usize,
-    head_dim: usize,
-    vocab_size: usize,
-    rms_norm_eps: Option<f64>,
-    rope_theta: Option<f64>,
-    rope_local_base_freq: Option<f64>,
-    max_position_embeddings: Option<usize>,
-    sliding_window: Option<usize>,
-    sliding_window_pattern: Option<usize>,
-    layer_types: Option<Vec<String>>,
-    query_pre_attn_scalar: Option<f64>,
-    final_logit_softcapping: Option<f64>,
-    attn_logit_softcapping: Option<f64>,
-    hidden_activation: Option<String>,
-    rope_scaling: Option<serde_json::Value>,
 }
 
 /// The `model_type` of a `config.json`, if it has one.

@@ -15,9 +15,10 @@
 
 use candle_core::{Device, Tensor};
 
-use super::arch::{GemmaConfig, LlamaConfig};
+use super::arch::GemmaConfig;
 use super::attention::{Dims, Scoring};
 use super::embedding::Embedding;
+use super::families::gemma3::layer_name;
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
 use super::llama::{rope_tables_scaled, CpuAttention, SeqInput, StepPlan, MAX_ROPE_POSITIONS};
@@ -50,59 +51,6 @@ pub struct Gemma {
     global_rope: (Tensor, Tensor),
     local_rope: (Tensor, Tensor),
     device: Device,
-}
-
-/// Every tensor of a Gemma 3 layer: our part name, its GGUF name and its Hugging Face name
-/// (the one table the loader, the validator and the synthetic writer read).
-pub(crate) const PARTS: [(&str, &str, &str); 13] = [
-    ("q", "attn_q", "self_attn.q_proj"),
-    ("k", "attn_k", "self_attn.k_proj"),
-    ("v", "attn_v", "self_attn.v_proj"),
-    ("o", "attn_output", "self_attn.o_proj"),
-    ("q_norm", "attn_q_norm", "self_attn.q_norm"),
-    ("k_norm", "attn_k_norm", "self_attn.k_norm"),
-    ("gate", "ffn_gate", "mlp.gate_proj"),
-    ("up", "ffn_up", "mlp.up_proj"),
-    ("down", "ffn_down", "mlp.down_proj"),
-    ("attn_norm", "attn_norm", "input_layernorm"),
-    (
-        "post_attn_norm",
-        "post_attention_norm",
-        "post_attention_layernorm",
-    ),
-    ("ffn_norm", "ffn_norm", "pre_feedforward_layernorm"),
-    (
-        "post_ffn_norm",
-        "post_ffw_norm",
-        "post_feedforward_layernorm",
-    ),
-];
-
-/// The file name of a layer's `part` in each format.
-pub(crate) fn layer_name(names: &Names, i: usize, part: &str) -> String {
-    let (_, gguf, hf) = PARTS
-        .iter()
-        .find(|p| p.0 == part)
-        .unwrap_or_else(|| unreachable!("unknown Gemma layer part {part}; this is a bug"));
-    match names {
-        Names::Gguf => format!("blk.{i}.{gguf}.weight"),
-        Names::Hf => format!("model.layers.{i}.{hf}.weight"),
-    }
-}
-
-/// The shape each part of a layer has for `cfg` (q, k, v, o, norms, MLP).
-pub(crate) fn layer_shape(cfg: &LlamaConfig, part: &str) -> Vec<usize> {
-    let (h, f, d) = (cfg.hidden, cfg.ffn, cfg.head_dim);
-    let (q, kv) = (cfg.heads * d, cfg.kv_heads * d);
-    match part {
-        "q" => vec![q, h],
-        "k" | "v" => vec![kv, h],
-        "o" => vec![h, q],
-        "q_norm" | "k_norm" => vec![d],
-        "gate" | "up" => vec![f, h],
-        "down" => vec![h, f],
-        _ => vec![h],
-    }
 }
 
 impl Gemma {

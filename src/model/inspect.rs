@@ -92,7 +92,10 @@ pub struct FamilyReport {
 impl FamilyReport {
     /// `split`: the pre-tokenizer type of a byte-level BPE file, when known.
     fn new(f: &Family, g: &Gguf, cfg: Option<LlamaConfig>, split: Option<PreTok>) -> Self {
-        let freqs = g.content.tensor_infos.contains_key(validate::ROPE_FREQS);
+        let freqs = g
+            .content
+            .tensor_infos
+            .contains_key(families::llama::ROPE_FREQS);
         let scaling = cfg.as_ref().map(|c| c.rope_scaling);
         let mut rope_scaling = match (scaling, freqs) {
             (_, true) if f.rope_freqs => "llama3 (rope_freqs.weight)".to_string(),

@@ -12,6 +12,7 @@ use candle_core::{Device, Tensor};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::families;
 use super::tokenizer::build_bpe;
 use super::weights::Names;
 
@@ -156,6 +157,8 @@ pub(crate) type Weights = (String, Vec<f32>, (usize, usize));
 /// Seeded random weights: (name, values, (rows, cols)); norms and biases have one row.
 pub(crate) fn tensors(spec: &Spec, names: &Names) -> Vec<Weights> {
     let mut rng = StdRng::seed_from_u64(spec.seed);
+    // An architecture outside the registry (to test refusals) gets the plain llama layout.
+    let family = families::by_gguf(&spec.arch).unwrap_or(&families::llama::FAMILY);
     let vocab = vocab_for(spec).0.len();
     let hd = spec.hidden / spec.heads;
     let (h, f, kv) = (spec.hidden, spec.ffn, spec.kv_heads * hd);
@@ -187,7 +190,7 @@ pub(crate) fn tensors(spec: &Spec, names: &Names) -> Vec<Weights> {
             mat(names.layer(i, part, "weight"), rows, cols, &mut rng);
         }
     }
-    if spec.arch == "qwen2" {
+    if family.qkv_bias {
         for i in 0..spec.layers {
             for (part, n) in [("q", h), ("k", kv), ("v", kv)] {
                 out.push((
@@ -198,7 +201,7 @@ pub(crate) fn tensors(spec: &Spec, names: &Names) -> Vec<Weights> {
             }
         }
     }
-    if spec.arch == "qwen3" {
+    if family.qk_norm {
         for i in 0..spec.layers {
             for part in ["q_norm", "k_norm"] {
                 out.push((
@@ -224,7 +227,7 @@ pub(crate) fn tensors(spec: &Spec, names: &Names) -> Vec<Weights> {
             (1, short.len()),
         ));
     }
-    if spec.arch == "phi3" {
+    if family.fused {
         for i in 0..spec.layers {
             fuse(&mut out, names, i, &["q", "k", "v"], "qkv");
             fuse(&mut out, names, i, &["gate", "up"], "gate_up");

@@ -12,7 +12,7 @@ use candle_core::{Device, Tensor};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::gemma::layer_name;
+use super::families::gemma3::layer_name;
 use super::tokenizer_spm::{build_spm, SPACE};
 use super::weights::Names;
 
@@ -135,7 +135,7 @@ fn gguf_name(hf: &str) -> String {
     let rest = hf.strip_prefix("model.layers.").expect("a layer tensor");
     let (i, part) = rest.split_once('.').expect("layer index");
     let part = part.strip_suffix(".weight").expect("a weight");
-    let (_, g, _) = super::gemma::PARTS
+    let (_, g, _) = super::families::gemma3::PARTS
         .iter()
         .find(|p| p.2 == part)
         .unwrap_or_else(|| unreachable!("unknown Gemma tensor {part}"));

@@ -31,8 +31,9 @@ pub(crate) const MAX_VOCAB: u64 = 1 << 24;
 /// Tensors every layer has (q, k, v, o, gate, up, down, two norms; 6 with phi3's fused ones).
 const TENSORS_PER_LAYER: usize = 9;
 
+use super::families::llama::ROPE_FREQS;
+use super::families::phi3::{ROPE_LONG, ROPE_SHORT};
 pub(crate) use crate::error::{Problem, Problems};
-pub(crate) use family::{ROPE_FREQS, ROPE_LONG, ROPE_SHORT};
 
 mod family;
 
@@ -72,10 +73,10 @@ pub(crate) fn gemma_config(g: &Gguf, family: &'static Family) -> Result<GemmaCon
 }
 
 /// Reads metadata, recording a [`Problem`] for each value that is missing, mistyped or out of range.
-struct Meta<'a> {
-    g: &'a Gguf,
-    arch: &'static str,
-    family: &'static Family,
+pub(super) struct Meta<'a> {
+    pub(super) g: &'a Gguf,
+    pub(super) arch: &'static str,
+    pub(super) family: &'static Family,
     problems: Vec<Problem>,
     /// Every tensor name the family reads, as the checks name them.
     used: HashSet<String>,
@@ -92,16 +93,26 @@ impl<'a> Meta<'a> {
         }
     }
 
-    fn key(&self, k: &str) -> String {
+    pub(super) fn key(&self, k: &str) -> String {
         format!("{}.{k}", self.arch)
     }
 
-    fn problem(&mut self, subject: impl Into<String>, found: impl fmt::Display, expected: &str) {
+    pub(super) fn problem(
+        &mut self,
+        subject: impl Into<String>,
+        found: impl fmt::Display,
+        expected: &str,
+    ) {
         self.problems.push(Problem::new(subject, found, expected));
     }
 
     /// An unsigned integer under `key`, in `range`; `default` when absent (a problem if `None`).
-    fn int(&mut self, key: &str, range: RangeInclusive<u64>, default: Option<u64>) -> Option<u64> {
+    pub(super) fn int(
+        &mut self,
+        key: &str,
+        range: RangeInclusive<u64>,
+        default: Option<u64>,
+    ) -> Option<u64> {
         let expected = format!("an integer from {} to {}", range.start(), range.end());
         let subject = format!("metadata key {key}");
         let Some(v) = self.g.get(key) else {
@@ -120,7 +131,7 @@ impl<'a> Meta<'a> {
     }
 
     /// A float under `key` that `ok` accepts; `default` when absent.
-    fn float(
+    pub(super) fn float(
         &mut self,
         key: &str,
         default: f64,
@@ -218,7 +229,7 @@ impl<'a> Meta<'a> {
             rope_scaling: rope_scaling?,
             nope_every: self.family.nope_every,
             rope_dims,
-            fused: self.family.phi3,
+            fused: self.family.fused,
             long_rope: long_rope?,
             nextn: nextn? as usize,
         })
@@ -357,74 +368,8 @@ impl<'a> Meta<'a> {
         }
     }
 
-    /// Gemma's additions to the llama-family metadata. llama.cpp writes no key for the layer
-    /// pattern, the local RoPE base or the score scale and uses 6, 10 000 and
-    /// [`gemma_score_scalar`]; so do we when the keys are absent.
-    fn gemma(&mut self, base: LlamaConfig) -> Option<GemmaConfig> {
-        let window = self.int(&self.key("attention.sliding_window"), 1..=MAX_CONTEXT, None);
-        let pattern = self.int(
-            &self.key("attention.sliding_window_pattern"),
-            1..=MAX_LAYERS,
-            Some(6),
-        );
-        let positive = |x: f64| x.is_finite() && x > 0.0;
-        let local = self.float(
-            &self.key("rope.freq_base_swa"),
-            10_000.0,
-            positive,
-            "a finite number above 0, such as 10000",
-        );
-        let scalar = self.float(
-            &self.key("attention.query_pre_attn_scalar"),
-            gemma_score_scalar(&base),
-            positive,
-            "a finite number above 0, such as 256",
-        );
-        let cap = |m: &mut Self, k: &str| {
-            let key = m.key(k);
-            m.g.get(&key)?;
-            m.float(&key, 0.0, positive, "a finite number above 0, such as 30")
-        };
-        let final_softcap = cap(self, "final_logit_softcapping");
-        let attn_softcap = cap(self, "attn_logit_softcapping");
-        Some(GemmaConfig {
-            sliding_window: window? as usize,
-            global: super::arch::gemma_pattern(base.layers, pattern? as usize),
-            rope_local_theta: local?,
-            query_pre_attn_scalar: scalar?,
-            final_softcap,
-            attn_softcap,
-            base,
-        })
-    }
-
-    /// Every tensor a Gemma 3 layer needs, with its exact shape (13 per layer, tied head).
-    fn gemma_tensors(&mut self, cfg: &LlamaConfig) {
-        let present = self.highest_layer().map_or(0, |l| l + 1);
-        if present > cfg.layers || cfg.layers > self.g.content.tensor_infos.len() / 13 {
-            let key = self.key("block_count");
-            self.problem(
-                format!("metadata key {key}"),
-                cfg.layers,
-                &format!("{present}, the layers whose tensors the file holds"),
-            );
-            return;
-        }
-        let (h, v) = (cfg.hidden, cfg.vocab);
-        let n = Names::Gguf;
-        self.shape(n.embed(), &[v, h], true);
-        self.shape(n.head(), &[v, h], false);
-        self.shape(n.norm(), &[h], true);
-        for i in 0..cfg.layers {
-            for (part, _, _) in super::gemma::PARTS {
-                let name = super::gemma::layer_name(&n, i, part);
-                self.shape(&name, &super::gemma::layer_shape(cfg, part), true);
-            }
-        }
-    }
-
     /// The highest `N` of the `blk.N.*` tensors present.
-    fn highest_layer(&self) -> Option<usize> {
+    pub(super) fn highest_layer(&self) -> Option<usize> {
         self.g
             .content
             .tensor_infos
@@ -439,7 +384,7 @@ impl<'a> Meta<'a> {
             .max()
     }
 
-    fn shape(&mut self, name: &str, want: &[usize], required: bool) {
+    pub(super) fn shape(&mut self, name: &str, want: &[usize], required: bool) {
         self.used.insert(name.to_string());
         match self.g.content.tensor_infos.get(name) {
             Some(info) if info.shape.dims() != want => self.problem(
@@ -515,14 +460,5 @@ pub(crate) fn show(v: &Value) -> String {
             Some(x) => x.to_string(),
             None => format!("{other:?}"),
         },
-    }
-}
-
-/// Gemma 3's score scale when the file has no `attention.query_pre_attn_scalar`: llama.cpp's
-/// rule, hidden / heads for the 62-layer (27B) model and the head size otherwise.
-fn gemma_score_scalar(base: &LlamaConfig) -> f64 {
-    match base.layers {
-        62 => (base.hidden / base.heads) as f64,
-        _ => base.head_dim as f64,
     }
 }

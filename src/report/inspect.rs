@@ -182,12 +182,13 @@ pub(crate) fn families(json: bool) -> anyhow::Result<String> {
         let list: Vec<_> = FAMILIES
             .iter()
             .map(|f| {
-                serde_json::json!({
-                    "gguf": f.gguf, "config_json": f.hf, "about": f.about,
-                    "qkv_bias": f.qkv_bias, "qk_norm": f.qk_norm,
-                    "rope_interleaved": f.rope_interleaved, "rope_freqs": f.rope_freqs,
-                    "keys": families::COMMON_KEYS.iter().chain(f.keys).collect::<Vec<_>>(),
-                })
+                let mut v = serde_json::to_value(f).expect("a family serialises");
+                v["keys"] = families::COMMON_KEYS
+                    .iter()
+                    .chain(f.keys)
+                    .copied()
+                    .collect();
+                v
             })
             .collect();
         let pre: Vec<_> = pretok::KNOWN

@@ -16,9 +16,9 @@ pub(super) fn rope_freqs(
 ) -> Result<Option<Vec<f32>>, ModelError> {
     use super::super::arch::LongRopeSet;
     let name = match cfg.long_rope.map(|l| l.factors) {
-        Some(LongRopeSet::Long) => super::super::validate::ROPE_LONG,
-        Some(LongRopeSet::Short) => super::super::validate::ROPE_SHORT,
-        None => super::super::validate::ROPE_FREQS,
+        Some(LongRopeSet::Long) => super::super::families::phi3::ROPE_LONG,
+        Some(LongRopeSet::Short) => super::super::families::phi3::ROPE_SHORT,
+        None => super::super::families::llama::ROPE_FREQS,
     };
     if !matches!(src.names(), super::super::weights::Names::Gguf) || !src.has(name) {
         return Ok(None);

@@ -1,13 +1,12 @@
 //! The family half of the validation pass: what a family reads and refuses. The head size and
-//! the rotated dimensions, RoPE scaling (none, linear and YaRN applied, anything else refused), phi3's
-//! LongRoPE, and the refusal of every `ARCH.*` key and every tensor the family does not read,
+//! the rotated dimensions, RoPE scaling (none, linear and YaRN applied, anything else refused),
+//! and the refusal of every `ARCH.*` key and every tensor the family does not read,
 //! each named with what it would mean.
 
 use candle_core::quantized::gguf_file::Value;
 
-use super::super::arch::{yarn_mscale, LongRope, LongRopeSet, RopeScaling};
+use super::super::arch::{yarn_mscale, RopeScaling};
 use super::super::families::Engine;
-use super::super::llama::MAX_ROPE_POSITIONS;
 use super::{show, Meta, MAX_CONTEXT, MAX_HIDDEN};
 
 impl Meta<'_> {
@@ -34,7 +33,7 @@ impl Meta<'_> {
         }
         let key = self.key("rope.dimension_count");
         let rot = self.int(&key, 2..=d, Some(d))?;
-        let partial = self.family.phi3 && rot % 2 == 0;
+        let partial = self.family.partial_rotary && rot % 2 == 0;
         if rot != d && !partial {
             self.problem(
                 format!("metadata key {key}"),
@@ -44,48 +43,6 @@ impl Meta<'_> {
             return None;
         }
         Some((d, if rot == d { 0 } else { rot as usize }))
-    }
-
-    /// phi3's LongRoPE: the factor tensors (both or neither), `rope.scaling.attn_factor` and
-    /// `rope.scaling.original_context_length`; long factors when the engine's RoPE tables
-    /// (the context, at most [`MAX_ROPE_POSITIONS`]) reach past the original context.
-    pub(super) fn long_rope(&mut self, context: usize) -> Option<Option<LongRope>> {
-        if !self.family.phi3 {
-            return Some(None);
-        }
-        let has = |n: &str| self.g.content.tensor_infos.contains_key(n);
-        let (long, short) = (has(ROPE_LONG), has(ROPE_SHORT));
-        if long != short {
-            let missing = if long { ROPE_SHORT } else { ROPE_LONG };
-            self.problem(
-                format!("tensor {missing}"),
-                "nothing (it is missing)",
-                "both LongRoPE factor tensors or neither",
-            );
-            return None;
-        }
-        let positive = |x: f64| x.is_finite() && x > 0.0;
-        let attn = self.key("rope.scaling.attn_factor");
-        let attn_factor = self.float(&attn, 1.0, positive, "a finite number above 0")?;
-        if !long {
-            return Some((attn_factor != 1.0).then_some(LongRope {
-                original_context: context,
-                factors: LongRopeSet::Short,
-                attn_factor,
-            }));
-        }
-        let key = self.key("rope.scaling.original_context_length");
-        let original = self.int(&key, 1..=MAX_CONTEXT, Some(context as u64))? as usize;
-        let tables = context.clamp(1, MAX_ROPE_POSITIONS);
-        Some(Some(LongRope {
-            original_context: original,
-            factors: if tables > original {
-                LongRopeSet::Long
-            } else {
-                LongRopeSet::Short
-            },
-            attn_factor,
-        }))
     }
 
     /// `rope.scaling.type` (or the older `rope.scale_linear`): none, linear and YaRN (llama
@@ -108,7 +65,7 @@ impl Meta<'_> {
         };
         let positive = |x: f64| x.is_finite() && x > 0.0;
         let factor_key = self.key("rope.scaling.factor");
-        let yarn_here = !self.family.phi3 && self.family.engine == Engine::Llama;
+        let yarn_here = !self.family.long_rope && self.family.engine == Engine::Llama;
         let scaling = match kind.as_deref() {
             None => {
                 let legacy = self.key("rope.scale_linear");
@@ -171,7 +128,7 @@ impl Meta<'_> {
     /// does not scale cos and sin there.
     fn attn_factor_unused(&mut self, scaling: RopeScaling) -> Option<RopeScaling> {
         let key = self.key("rope.scaling.attn_factor");
-        if self.family.phi3 || self.g.get(&key).is_none() {
+        if self.family.long_rope || self.g.get(&key).is_none() {
             return Some(scaling);
         }
         let f = self.float(&key, 1.0, |x| x.is_finite(), "a finite number")?;
@@ -232,12 +189,6 @@ impl Meta<'_> {
         }
     }
 }
-
-/// Llama 3's per-frequency RoPE divisors in GGUF.
-pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
-/// phi3's LongRoPE divisors for contexts past the original one, and within it.
-pub(crate) const ROPE_LONG: &str = "rope_factors_long.weight";
-pub(crate) const ROPE_SHORT: &str = "rope_factors_short.weight";
 
 /// What a tensor a family does not read would mean, for the refusal.
 fn tensor_meaning(name: &str) -> &'static str {

@@ -4,9 +4,23 @@
 //! `inspect` and the manifest's download check ask here, never compare architecture strings of
 //! their own. A key under `ARCH.` that the family does not read is refused by name: it may
 //! change the computation (see [`Family::keys`]).
+//!
+//! One file per family holds its entry and what only it reads (phi3's LongRoPE, SmolLM3's NoPE
+//! layers in a `config.json`, Gemma 3's keys, tensors and `config.json`); adding a family that
+//! the llama engine's options cover is a new file and one line in [`FAMILIES`].
+
+pub(crate) mod gemma3;
+pub(crate) mod llama;
+pub(crate) mod phi3;
+mod qwen2;
+mod qwen3;
+pub(crate) mod smollm3;
+
+use serde::Serialize;
 
 /// The forward that runs a family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Engine {
     /// [`super::llama::Llama`]: pre-norm attention + SwiGLU blocks, options below.
     Llama,
@@ -15,11 +29,12 @@ pub enum Engine {
 }
 
 /// One supported family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Family {
     /// `general.architecture` in GGUF, the key prefix of its metadata.
     pub gguf: &'static str,
     /// `model_type` values of a Hugging Face `config.json`.
+    #[serde(rename = "config_json")]
     pub hf: &'static [&'static str],
     pub engine: Engine,
     /// Q, K and V projections carry a bias.
@@ -34,10 +49,16 @@ pub struct Family {
     /// Every `n`-th layer has no RoPE (llama.cpp's `n_no_rope_layer_step`, fixed per family);
     /// 0: none.
     pub nope_every: usize,
-    /// Phi-3's layout and rules: fused `attn_qkv` and gate/up in `ffn_up`, partial rotary,
-    /// LongRoPE factor tensors, `attention.sliding_window` read but not applied (llama.cpp
-    /// 0c1e57098 disables Phi's sliding window, so its outputs are the reference).
-    pub phi3: bool,
+    /// q/k/v stored as one `attn_qkv` matrix and gate/up as one `ffn_up` (Phi-3's layout).
+    pub fused: bool,
+    /// `rope.dimension_count` may be less than the head size (partial rotary).
+    pub partial_rotary: bool,
+    /// LongRoPE: `rope_factors_long`/`_short.weight` and `rope.scaling.attn_factor`, read in
+    /// [`phi3`]; YaRN is refused beside it.
+    pub long_rope: bool,
+    /// Why a `config.json` of this family is refused, when it is (the family loads from GGUF
+    /// only).
+    pub config_json_refused: Option<&'static str>,
     /// `ARCH.*` keys read beyond [`COMMON_KEYS`].
     pub keys: &'static [&'static str],
     /// What the family is, for `inspect --families`.
@@ -66,97 +87,14 @@ pub const COMMON_KEYS: &[&str] = &[
     "nextn_predict_layers",
 ];
 
-/// Every family this engine runs.
+/// Every family this engine runs, one file each.
 pub const FAMILIES: &[Family] = &[
-    Family {
-        gguf: "llama",
-        hf: &["llama", "mistral"],
-        engine: Engine::Llama,
-        qkv_bias: false,
-        qk_norm: false,
-        rope_interleaved: true,
-        rope_freqs: true,
-        nope_every: 0,
-        phi3: false,
-        keys: &[],
-        about: "Llama 2/3 (Llama-3 rope_freqs), SmolLM2, Mistral 7B; linear or YaRN RoPE scaling; \
-                DeepSeek-style nextn MTP",
-    },
-    Family {
-        gguf: "qwen2",
-        hf: &["qwen2"],
-        engine: Engine::Llama,
-        qkv_bias: true,
-        qk_norm: false,
-        rope_interleaved: false,
-        rope_freqs: false,
-        nope_every: 0,
-        phi3: false,
-        keys: &[],
-        about: "Qwen2, Qwen2.5: llama block with Q/K/V bias, NEOX RoPE; linear or YaRN scaling",
-    },
-    Family {
-        gguf: "qwen3",
-        hf: &["qwen3"],
-        engine: Engine::Llama,
-        qkv_bias: false,
-        qk_norm: true,
-        rope_interleaved: false,
-        rope_freqs: false,
-        nope_every: 0,
-        phi3: false,
-        keys: &[],
-        about:
-            "Qwen3 dense: llama block with per-head q/k RMSNorm, NEOX RoPE; linear or YaRN scaling",
-    },
-    Family {
-        gguf: "phi3",
-        hf: &["phi3"],
-        engine: Engine::Llama,
-        qkv_bias: false,
-        qk_norm: false,
-        rope_interleaved: false,
-        rope_freqs: false,
-        nope_every: 0,
-        phi3: true,
-        keys: &["attention.sliding_window"],
-        about: "Phi-3, Phi-4-mini: fused qkv and gate/up, partial rotary, LongRoPE; sliding \
-                window not applied (as llama.cpp)",
-    },
-    Family {
-        gguf: "smollm3",
-        hf: &["smollm3"],
-        engine: Engine::Llama,
-        qkv_bias: false,
-        qk_norm: false,
-        rope_interleaved: true,
-        rope_freqs: false,
-        nope_every: 4,
-        phi3: false,
-        keys: &[],
-        about: "SmolLM3: llama block, no RoPE on every 4th layer (NoPE)",
-    },
-    Family {
-        gguf: "gemma3",
-        hf: &["gemma3_text", "gemma3"],
-        engine: Engine::Gemma,
-        qkv_bias: false,
-        qk_norm: true,
-        rope_interleaved: false,
-        rope_freqs: false,
-        nope_every: 0,
-        phi3: false,
-        keys: &[
-            "attention.sliding_window",
-            "attention.sliding_window_pattern",
-            "rope.freq_base_swa",
-            "attention.query_pre_attn_scalar",
-            "final_logit_softcapping",
-            "attn_logit_softcapping",
-        ],
-        about: "Gemma 3 text: sliding-window layers, GELU, four norms a layer, soft-caps; linear \
-                scaling of the global layers",
-    },
+    llama::FAMILY,
+    qwen2::FAMILY,
+    qwen3::FAMILY,
+    phi3::FAMILY,
+    smollm3::FAMILY,
+    gemma3::FAMILY,
 ];
 
 /// The family of a GGUF `general.architecture`.

@@ -1,5 +1,6 @@
 //! Our engine against candle-transformers' stock models on the same tiny synthetic weights:
-//! `quantized_llama` for GGUF, `llama` for safetensors; prefill then 20 greedy decode steps.
+//! `quantized_llama`, `quantized_qwen2`, `quantized_qwen3` and `quantized_phi3` for GGUF, `llama`
+//! for safetensors; prefill then 20 greedy decode steps.
 //! Also batched-vs-alone on the synthetic model.
 
 use crate::common;
@@ -7,7 +8,7 @@ use crate::common;
 use candle_core::quantized::{gguf_file, GgmlDType};
 use candle_core::{DType, Device};
 use candle_transformers::models::{
-    llama as stock_llama, quantized_llama, quantized_qwen2, quantized_qwen3,
+    llama as stock_llama, quantized_llama, quantized_phi3, quantized_qwen2, quantized_qwen3,
 };
 use common::*;
 use tokfire::config::WeightDType;
@@ -313,4 +314,26 @@ fn config_json_yarn_equals_the_gguf_llama_cpp_checked() {
         max_diff(&b.logits[1], &plain.logits[1]) > 1e-3,
         "the scaling changed nothing"
     );
+}
+
+#[test]
+fn phi3_gguf_with_fused_matrices_matches_stock_quantized_phi3() {
+    // candle's phi3 has fused qkv and gate/up but neither partial rotary nor LongRoPE (those
+    // are checked against llama.cpp in tests/reference/oracle.rs), so the head rotates whole.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny-phi3.gguf");
+    let spec = tokfire::model::synthetic::Spec {
+        arch: "phi3".into(),
+        ..Default::default()
+    };
+    tokfire::model::synthetic::write_gguf(&path, &spec).unwrap();
+    let loaded = load(&path, WeightDType::Q);
+    assert!(loaded.model.as_llama().unwrap().cfg.fused);
+    let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
+
+    let mut f = std::fs::File::open(&path).unwrap();
+    let ct = gguf_file::Content::read(&mut f).unwrap();
+    let mut m = quantized_phi3::ModelWeights::from_gguf(false, ct, &mut f, &Device::Cpu).unwrap();
+    let stock = stock_trace(&PROMPT, STEPS + 1, |x, pos| m.forward(x, pos));
+    assert_same(&ours, &stock, "phi3 fused");
 }

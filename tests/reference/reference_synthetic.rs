@@ -206,6 +206,51 @@ fn qwen3_safetensors_equals_its_gguf() {
 }
 
 #[test]
+fn a_smollm3_config_json_drops_rope_on_every_fourth_layer() {
+    // The synthetic writer does not permute q/k into GGUF's interleaved pairs, so a smollm3
+    // config.json is held against a llama one on the same weights: equal with three layers
+    // (all rotate), different with four (the 4th has no RoPE).
+    for (layers, same) in [(3, true), (4, false)] {
+        let trace = |arch: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            let spec = tokfire::model::synthetic::Spec {
+                arch: arch.into(),
+                layers,
+                quant: GgmlDType::F32,
+                ..Default::default()
+            };
+            tokfire::model::synthetic::write_safetensors_dir(dir.path(), &spec).unwrap();
+            solo(&load(dir.path(), WeightDType::Q).model, &PROMPT, 8)
+        };
+        let (smol, llama) = (trace("smollm3"), trace("llama"));
+        let d = max_diff(&smol.logits[0], &llama.logits[0]);
+        assert_eq!(
+            d <= TOL,
+            same,
+            "{layers} layers: smollm3 vs llama differ by {d}"
+        );
+    }
+    // NoPE layers in another pattern than llama.cpp's are refused, not run wrong.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = tokfire::model::synthetic::Spec {
+        arch: "smollm3".into(),
+        layers: 4,
+        ..Default::default()
+    };
+    tokfire::model::synthetic::write_safetensors_dir(dir.path(), &spec).unwrap();
+    let config = dir.path().join("config.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    v["no_rope_layers"] = serde_json::json!([1, 0, 1, 1]);
+    std::fs::write(&config, v.to_string()).unwrap();
+    let err = tokfire::model::load(&model_config(dir.path(), WeightDType::Q))
+        .err()
+        .expect("a NoPE pattern of its own must be refused")
+        .to_string();
+    assert!(err.contains("no_rope_layers"), "{err}");
+}
+
+#[test]
 fn k_quants_run_on_ours_or_candles_kernel_and_match_stock_quantized_llama() {
     // Q4_K and Q6_K run on our kernels, Q5_K on candle's (we have none for it; the report's
     // storage says so): each equals stock quantized_llama on the same file. K-quant blocks are

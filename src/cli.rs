@@ -125,6 +125,10 @@ pub enum Command {
     /// Cold starts in fresh processes: page cache evicted, clocks from exec to the last token.
     #[command(after_help = "Example: tokfire cold --repeat 5   (--help: every clock defined)", after_long_help = crate::report::cold::help())]
     Cold(ColdArgs),
+    /// Prefill measured precisely: TTFT and prefill tok/s over prompt lengths, depths, cached
+    /// shares and chunk sizes (llama-bench's pp and d), with a fitted cost model.
+    #[command(after_help = "Example: tokfire prefill --lengths 128,512,2048 --depths 0,1024   (--help: every figure defined)", after_long_help = crate::report::prefill::help())]
+    Prefill(PrefillArgs),
     /// A scripted session a person lives through: loads, requests, idle gaps, model swaps.
     #[command(after_help = SESSION_HELP)]
     Session(SessionArgs),
@@ -154,6 +158,7 @@ impl Cli {
             | Command::Calibrate(CalibrateArgs { bench, .. }) => bench.runtime.threads,
             Command::Cold(a) => a.runtime.threads,
             Command::Session(a) => a.runtime.threads,
+            Command::Prefill(a) => a.runtime.threads,
             _ => None,
         }
     }
@@ -649,6 +654,46 @@ pub struct SessionArgs {
     #[command(flatten)]
     pub runtime: RuntimeArgs,
     /// Results file the run is appended to [default: OUT_DIR/session-NAME.json].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Folder of the default results file (and its .txt log).
+    #[arg(long, env = "TOKFIRE_OUT", default_value = "results")]
+    pub out_dir: PathBuf,
+    /// What stdout shows.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `tokfire prefill`.
+#[derive(Debug, Args)]
+pub struct PrefillArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+    /// New prompt tokens of each cell (llama-bench's -p); cells past the model's context are
+    /// listed as n/a.
+    #[arg(long, value_delimiter = ',', default_value = "128,512,2048,8192")]
+    pub lengths: Vec<usize>,
+    /// Tokens already in the context before the prompt (llama-bench's -d).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub depths: Vec<usize>,
+    /// Percentages of the prompt found in the prefix cache (0: cold).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub cached: Vec<u32>,
+    /// Prefill chunk sizes: most prompt tokens of the sequence in one forward.
+    #[arg(long, value_delimiter = ',', default_value = "256")]
+    pub chunks: Vec<usize>,
+    /// Measured samples per cell (3 or more for a median).
+    #[arg(long, default_value_t = 3)]
+    pub samples: usize,
+    /// Unrecorded samples run first in every cell.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Seed of the generated prompts.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Results file the run is appended to [default: OUT_DIR/prefill.json].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Folder of the default results file (and its .txt log).

@@ -39,6 +39,13 @@ pub enum BenchError {
         out: std::path::PathBuf,
         steps: usize,
     },
+    /// `tokfire prefill` stopped by a signal between two samples.
+    #[error("interrupted by {signal}; {} kept in {out}, marked interrupted", cells_kept(*.cells))]
+    CellsInterrupted {
+        signal: String,
+        out: std::path::PathBuf,
+        cells: usize,
+    },
     /// `tokfire cold` stopped by a signal: the running child was killed and left out.
     #[error("interrupted by {signal}: the running child was killed and its start left out; {} kept in {out}, marked interrupted", starts_kept(*.starts))]
     StartsInterrupted {
@@ -65,6 +72,14 @@ fn rounds_kept(n: usize) -> String {
         0 => "no round had finished; the run is".into(),
         1 => "the 1 round it finished is".into(),
         n => format!("the {n} rounds it finished are"),
+    }
+}
+
+fn cells_kept(n: usize) -> String {
+    match n {
+        0 => "no cell had finished; the run is".into(),
+        1 => "the 1 cell it finished is".into(),
+        n => format!("the {n} cells it finished are"),
     }
 }
 

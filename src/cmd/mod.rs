@@ -7,6 +7,7 @@ mod cold;
 mod compare;
 mod generate;
 mod inspect;
+mod prefill;
 mod record_log;
 mod report;
 mod rerun;
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Cold(args) => cold::run(args),
         Command::ColdChild(args) => cold::child(args),
         Command::Session(args) => session::run(args),
+        Command::Prefill(args) => prefill::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Rerun(args) => rerun::run(args),
         Command::Report(args) => report::run(args),
@@ -44,7 +46,8 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
     if let Some(
         BenchError::Interrupted { .. }
         | BenchError::StartsInterrupted { .. }
-        | BenchError::StepsInterrupted { .. },
+        | BenchError::StepsInterrupted { .. }
+        | BenchError::CellsInterrupted { .. },
     ) = err.downcast_ref()
     {
         return 130;

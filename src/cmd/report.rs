@@ -18,11 +18,15 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     let out = match args.format {
         // One CSV header over the rows of every run selected (both arms of an A/B pair).
         Format::Csv => {
-            // Cold starts and sessions have rows of their own (a start, a step), with a header each.
-            let (cold, bench): (Vec<&RunRecord>, Vec<&RunRecord>) = items
-                .iter()
-                .flat_map(Item::runs)
-                .partition(|r| matches!(r.kind.tag(), KindTag::Cold | KindTag::Session));
+            // Cold starts, sessions and prefill runs have rows of their own (a start, a step, a
+            // sample), with a header each.
+            let (cold, bench): (Vec<&RunRecord>, Vec<&RunRecord>) =
+                items.iter().flat_map(Item::runs).partition(|r| {
+                    matches!(
+                        r.kind.tag(),
+                        KindTag::Cold | KindTag::Session | KindTag::Prefill
+                    )
+                });
             let rows: String = bench
                 .iter()
                 .map(|r| text::csv_rows(r, &r.summary().levels))
@@ -49,10 +53,12 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     };
     print!("{}", crate::report::terminal_safe(&out));
     if args.profile {
-        for r in runs
-            .iter()
-            .filter(|r| !matches!(r.kind.tag(), KindTag::Cold | KindTag::Session))
-        {
+        for r in runs.iter().filter(|r| {
+            !matches!(
+                r.kind.tag(),
+                KindTag::Cold | KindTag::Session | KindTag::Prefill
+            )
+        }) {
             let screen = crate::report::profile::screen(r);
             print!("\n{}", crate::report::terminal_safe(&screen));
         }
@@ -124,6 +130,7 @@ fn html_page(all: &[RunRecord], run: &RunRecord) -> anyhow::Result<String> {
     match run.kind.tag() {
         KindTag::Cold => return Ok(crate::report::cold::html(run).expect(kind_says)),
         KindTag::Session => return Ok(crate::report::session::html(run).expect(kind_says)),
+        KindTag::Prefill => return Ok(crate::report::prefill::html(run).expect(kind_says)),
         KindTag::AbArm => {
             return match items(all, &[run]).pop() {
                 Some(Item::Pair(a, b)) => Ok(crate::report::ab::html(a, b)),

@@ -97,6 +97,9 @@ fn config(args: &RerunArgs, old: &RunRecord) -> anyhow::Result<RunConfig> {
         (KindTag::Session, _) | (_, "session") => {
             return Err(as_own_verb("a session (`tokfire session`)"))
         }
+        (KindTag::Prefill, _) | (_, "prefill") => {
+            return Err(as_own_verb("a prefill grid (`tokfire prefill`)"))
+        }
         (KindTag::Baseline, _) => return Err(as_own_verb("the baseline of a speculative run")),
         (KindTag::Run, _) => {}
     }

@@ -78,6 +78,16 @@ impl Model {
         }
     }
 
+    /// The positions a sequence may hold: the context the model was trained for, at most the
+    /// RoPE tables' length.
+    pub fn context_length(&self) -> usize {
+        let trained = match self {
+            Self::Llama(m) => m.cfg.context_length,
+            Self::Gemma(m) => m.cfg.base.context_length,
+        };
+        trained.min(super::llama::MAX_ROPE_POSITIONS)
+    }
+
     /// The architecture name (`llama`, `qwen2`, `qwen3`, `gemma3`).
     pub fn arch(&self) -> &str {
         match self {

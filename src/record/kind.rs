@@ -1,7 +1,7 @@
 //! What kind of run a record holds, with the payload only that kind has: a `run`/`sweep`, one
-//! arm of an `ab`, the starts of a `cold`, the steps of a `session`, or the `--spec none`
-//! baseline nested in a speculative run. On file it is a `"kind"` beside the payload under its
-//! own key (`"ab"`, `"cold"`, `"session"`), so a reader dispatches on one word; a record from
+//! arm of an `ab`, the starts of a `cold`, the steps of a `session`, the cells of a `prefill`,
+//! or the `--spec none` baseline nested in a speculative run. On file it is a `"kind"` beside
+//! the payload under its own key (`"ab"`, `"cold"`, `"session"`, `"prefill"`), so a reader dispatches on one word; a record from
 //! before the word existed (schema ≤ 2) gets it from the payload it carries. A record whose word
 //! and payload disagree is refused by name.
 
@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::arms::AbArm;
 use super::cold::ColdRecord;
+use super::prefill::PrefillRecord;
 use super::session::SessionRecord;
 
 /// A run's kind and its own payload.
@@ -22,6 +23,8 @@ pub enum RunKind {
     Cold(ColdRecord),
     /// `tokfire session`: every step with what the person waited for.
     Session(SessionRecord),
+    /// `tokfire prefill`: every cell of the grid with its samples.
+    Prefill(PrefillRecord),
     /// The `--spec none` levels beside a speculative run, nested in it.
     Baseline,
 }
@@ -34,6 +37,7 @@ pub enum KindTag {
     AbArm,
     Cold,
     Session,
+    Prefill,
     Baseline,
 }
 
@@ -45,6 +49,7 @@ impl KindTag {
             Self::AbArm => "ab-arm",
             Self::Cold => "cold",
             Self::Session => "session",
+            Self::Prefill => "prefill",
             Self::Baseline => "baseline",
         }
     }
@@ -57,6 +62,7 @@ impl RunKind {
             Self::AbArm(_) => KindTag::AbArm,
             Self::Cold(_) => KindTag::Cold,
             Self::Session(_) => KindTag::Session,
+            Self::Prefill(_) => KindTag::Prefill,
             Self::Baseline => KindTag::Baseline,
         }
     }
@@ -72,6 +78,8 @@ struct WireOut<'a> {
     cold: Option<&'a ColdRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     session: Option<&'a SessionRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prefill: Option<&'a PrefillRecord>,
 }
 
 /// The kind as it is read: the word (absent before schema 3) and whatever payloads are there.
@@ -85,6 +93,8 @@ struct WireIn {
     cold: Option<ColdRecord>,
     #[serde(default)]
     session: Option<SessionRecord>,
+    #[serde(default)]
+    prefill: Option<PrefillRecord>,
 }
 
 impl Serialize for RunKind {
@@ -101,6 +111,10 @@ impl Serialize for RunKind {
             },
             session: match self {
                 Self::Session(s) => Some(s),
+                _ => None,
+            },
+            prefill: match self {
+                Self::Prefill(p) => Some(p),
                 _ => None,
             },
         }
@@ -120,6 +134,7 @@ fn resolve(w: WireIn) -> Result<RunKind, String> {
         w.ab.is_some().then_some("ab"),
         w.cold.is_some().then_some("cold"),
         w.session.is_some().then_some("session"),
+        w.prefill.is_some().then_some("prefill"),
     ]
     .into_iter()
     .flatten()
@@ -130,12 +145,14 @@ fn resolve(w: WireIn) -> Result<RunKind, String> {
             payloads.join(" and ")
         ));
     }
-    let kind = match (w.kind, w.ab, w.cold, w.session) {
-        (None | Some(KindTag::AbArm), Some(a), None, None) => RunKind::AbArm(Box::new(a)),
-        (None | Some(KindTag::Cold), None, Some(c), None) => RunKind::Cold(c),
-        (None | Some(KindTag::Session), None, None, Some(s)) => RunKind::Session(s),
-        (None | Some(KindTag::Run), None, None, None) => RunKind::Run,
-        (Some(KindTag::Baseline), None, None, None) => RunKind::Baseline,
+    let kind = match (w.kind, w.ab, w.cold, w.session, w.prefill) {
+        (None | Some(KindTag::AbArm), Some(a), None, None, None) => RunKind::AbArm(Box::new(a)),
+        (None | Some(KindTag::Cold), None, Some(c), None, None) => RunKind::Cold(c),
+        (None | Some(KindTag::Session), None, None, Some(s), None) => RunKind::Session(s),
+        // Prefill records were born with the word: it is required.
+        (Some(KindTag::Prefill), None, None, None, Some(p)) => RunKind::Prefill(p),
+        (None | Some(KindTag::Run), None, None, None, None) => RunKind::Run,
+        (Some(KindTag::Baseline), None, None, None, None) => RunKind::Baseline,
         (None, ..) => return Err("a run carries more than one kind's entries".into()),
         (Some(tag), ..) => {
             let has = payloads

@@ -99,3 +99,21 @@ fn a_nested_baseline_is_a_baseline_and_nothing_else() {
     let err = parse(&v).unwrap_err();
     assert!(err.contains("its baseline is of kind \"ab-arm\""), "{err}");
 }
+
+#[test]
+fn a_prefill_record_needs_its_word() {
+    let grid = json!({
+        "seed": 1, "lengths": [16], "depths": [0], "cached_pct": [0], "chunks": [256],
+        "samples": 3, "warmup": 1, "cells": []
+    });
+    let mut v = fixture();
+    v["runs"][0]["prefill"] = grid;
+    // Born with the word: a prefill payload without it is refused, not guessed.
+    assert!(parse(&v).is_err());
+    v["runs"][0]["kind"] = json!("prefill");
+    let file = parse(&v).unwrap();
+    assert_eq!(file.runs[0].kind.tag(), KindTag::Prefill);
+    let written = serde_json::to_value(&file.runs[0]).unwrap();
+    assert_eq!(written["kind"], "prefill");
+    assert_eq!(written["prefill"]["lengths"], json!([16]));
+}

@@ -13,6 +13,7 @@ pub mod diff;
 pub(crate) mod io;
 pub mod kind;
 pub mod load;
+pub mod prefill;
 pub mod prefix;
 pub mod profile;
 pub mod quiet;
@@ -157,6 +158,20 @@ impl RunRecord {
     }
 
     /// The session's steps (none in other kinds).
+    pub fn prefill(&self) -> Option<&prefill::PrefillRecord> {
+        match &self.kind {
+            kind::RunKind::Prefill(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn prefill_mut(&mut self) -> Option<&mut prefill::PrefillRecord> {
+        match &mut self.kind {
+            kind::RunKind::Prefill(p) => Some(p),
+            _ => None,
+        }
+    }
+
     pub fn session(&self) -> Option<&session::SessionRecord> {
         match &self.kind {
             kind::RunKind::Session(s) => Some(s),

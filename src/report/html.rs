@@ -69,7 +69,10 @@ svg text{font-family:system-ui,sans-serif}
 .r-agg{fill:#59a14f;stroke:#59a14f}.series{fill:none;stroke-width:2}
 .sample{fill-opacity:.1;stroke-width:1.2}
 .s0{fill:#4e79a7}.s1{fill:#f28e2b}.s2{fill:#59a14f}.s3{fill:#b07aa1}
-.s4{fill:#76b7b2}.s5{fill:#edc948}.s6{fill:#9c755f}.s7{fill:#ff9da7}";
+.s4{fill:#76b7b2}.s5{fill:#edc948}.s6{fill:#9c755f}.s7{fill:#ff9da7}
+.series.s0{stroke:#4e79a7}.series.s1{stroke:#f28e2b}.series.s2{stroke:#59a14f}
+.series.s3{stroke:#b07aa1}.series.s4{stroke:#76b7b2}.series.s5{stroke:#edc948}
+.series.s6{stroke:#9c755f}.series.s7{stroke:#ff9da7}.series{fill:none}";
 
 /// One self-contained page for one run.
 pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {

@@ -13,6 +13,8 @@ pub(crate) enum Block {
     Table(SheetTable),
     /// Text as the terminal shows it (already wrapped to its width).
     Pre(String),
+    /// A chart, as [`super::svg::Chart::finish`] wrote it (escaped there).
+    Svg(String),
 }
 
 /// A page titled `title` opening with `lead`, then each `(heading, blocks)` section.
@@ -33,6 +35,9 @@ pub(crate) fn page(title: &str, lead: &str, sections: Vec<(&str, Vec<Block>)>) -
                 Block::Table(t) => out.push_str(&table(&t)),
                 Block::Pre(text) => {
                     let _ = writeln!(out, "<pre>{}</pre>", esc(text.trim_end()));
+                }
+                Block::Svg(svg) => {
+                    let _ = writeln!(out, "<div class=\"chart\">{svg}</div>");
                 }
             }
         }

@@ -226,18 +226,25 @@ impl Chart {
         );
     }
 
-    /// Writes the legend in one row under the title, aligned with the plot area's left edge.
+    /// Writes the legend under the title, aligned with the plot area's left edge, in as many
+    /// rows as its keys need; rows past the first move the plot area down (call it before the
+    /// scales are made from `top`).
     pub(crate) fn legend(&mut self, keys: &[Key]) {
-        let mut x = self.left;
+        let (mut x, mut y) = (self.left, 40.0);
         for k in keys {
+            let w = 34.0 + text_width(&k.label, 12.0);
+            if x > self.left && x + w > self.right {
+                (x, y) = (self.left, y + 18.0);
+                self.top += 18.0;
+            }
             let class = format!("{} key", k.class);
             if k.dot {
-                self.circle(x + 6.0, 40.0, 5.0, &class, None);
+                self.circle(x + 6.0, y, 5.0, &class, None);
             } else {
-                self.rect(x, 34.0, 12.0, 12.0, &class, None);
+                self.rect(x, y - 6.0, 12.0, 12.0, &class, None);
             }
-            self.text(x + 17.0, 44.0, "start", "legend", &k.label);
-            x += 34.0 + text_width(&k.label, 12.0);
+            self.text(x + 17.0, y + 4.0, "start", "legend", &k.label);
+            x += w;
         }
     }
 

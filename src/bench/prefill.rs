@@ -1,0 +1,277 @@
+//! `tokfire prefill`: TTFT over a grid of prompt lengths, depths, cached shares and prefill
+//! chunks, one model load. Every sample is one request on a one-request [`Engine`] of its own
+//! (empty prefix cache), the engine every verb uses, so a TTFT here means what it means in
+//! `run`. Depth and the cached share go into the prefix cache by an unmeasured request first:
+//! the measured one then copies those KV rows and prefills the rest. Prompts are token ids drawn
+//! from the model's vocabulary (special tokens left out), seeded per cell and sample.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::error::BenchError;
+use crate::config::run::RunConfig;
+use crate::engine::batching::{Engine, EventKind};
+use crate::engine::generate::{generate_on, GenerateParams};
+use crate::engine::scheduler::SchedulerConfig;
+use crate::error::EngineError;
+use crate::model::prefix::BLOCK_TOKENS;
+use crate::model::{self, Loaded};
+use crate::record::io::RecordWriter;
+use crate::record::kind::RunKind;
+use crate::record::prefill::{CellRecord, PrefillRecord, PrefillSample};
+use crate::record::{RunRecord, RunStatus};
+use crate::workload::Workload;
+
+/// The grid and how each cell is sampled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grid {
+    pub lengths: Vec<usize>,
+    pub depths: Vec<usize>,
+    pub cached_pct: Vec<u32>,
+    pub chunks: Vec<usize>,
+    pub samples: usize,
+    pub warmup: usize,
+    pub seed: u64,
+}
+
+/// One cell: (length, depth, cached %, chunk).
+pub type Cell = (usize, usize, u32, usize);
+
+impl Grid {
+    /// Every cell, chunks outermost, then depths, cached shares, lengths (so a curve over the
+    /// lengths is measured in one stretch).
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut out = Vec::new();
+        for &chunk in &self.chunks {
+            for &depth in &self.depths {
+                for &pct in &self.cached_pct {
+                    for &length in &self.lengths {
+                        out.push((length, depth, pct, chunk));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Everything a prefill run needs, validated.
+pub struct PrefillPlan {
+    /// The run's configuration (`verb = "prefill"`).
+    pub config: RunConfig,
+    /// What the record names as the workload: the generated prompts (seed and grid).
+    pub workload: Workload,
+    pub grid: Grid,
+}
+
+/// Runs the grid (model steps on its runtime's workers), calling `progress` after each cell;
+/// returns the saved record. A signal stops it between two samples, keeping finished cells.
+pub fn run(
+    plan: &PrefillPlan,
+    command: Vec<String>,
+    stop: Option<&AtomicUsize>,
+    mut progress: impl FnMut(&CellRecord, usize, usize),
+) -> Result<RunRecord, BenchError> {
+    let writer = RecordWriter::open(&plan.config.out)?;
+    let g = &plan.grid;
+    let mut record = RunRecord {
+        kind: RunKind::Prefill(PrefillRecord {
+            seed: g.seed,
+            lengths: g.lengths.clone(),
+            depths: g.depths.clone(),
+            cached_pct: g.cached_pct.clone(),
+            chunks: g.chunks.clone(),
+            samples: g.samples,
+            warmup: g.warmup,
+            cells: Vec::new(),
+        }),
+        ..super::sweep::new_record(plan.config.clone(), plan.workload.clone(), command)
+    };
+    writer.save(&record)?;
+    let signal = || stop.map_or(0, |s| s.load(Ordering::Relaxed));
+    let result = super::runtime::start(&plan.config.runtime)
+        .map_err(BenchError::from)
+        .and_then(|rt| {
+            let (loaded, _) =
+                super::sweep::prepare(&plan.config, &rt, &plan.workload, &mut record)?;
+            writer.save(&record)?;
+            let _in = rt.enter();
+            let cells = g.cells();
+            for (i, &cell) in cells.iter().enumerate() {
+                let c = run_cell(&loaded, g, cell, &signal)?;
+                let p = record.prefill_mut().expect("set above; this is a bug");
+                p.cells.push(c.clone());
+                writer.save(&record)?;
+                progress(&c, i + 1, cells.len());
+            }
+            Ok(())
+        });
+    record.status = match &result {
+        Ok(()) => RunStatus::Complete,
+        Err(BenchError::Engine(EngineError::Interrupted)) => RunStatus::Interrupted {
+            signal: super::sweep::signal_name(signal()),
+        },
+        Err(e) => RunStatus::Failed {
+            error: e.to_string(),
+        },
+    };
+    writer.save(&record)?;
+    let out = plan.config.out.clone();
+    match result {
+        Ok(()) => Ok(record),
+        Err(BenchError::Engine(EngineError::Interrupted)) => Err(BenchError::CellsInterrupted {
+            signal: super::sweep::signal_name(signal()),
+            out,
+            cells: record.prefill().map_or(0, |p| p.cells.len()),
+        }),
+        Err(e) => Err(BenchError::Saved {
+            out,
+            source: Box::new(e),
+        }),
+    }
+}
+
+/// One cell: its warm-up samples, then its measured ones, with the machine's reading.
+fn run_cell(
+    loaded: &Loaded,
+    g: &Grid,
+    (length, depth, pct, chunk): Cell,
+    signal: &dyn Fn() -> usize,
+) -> Result<CellRecord, BenchError> {
+    let mut cell = CellRecord {
+        length,
+        depth,
+        cached_pct: pct,
+        chunk,
+        samples: Vec::new(),
+        skipped: None,
+        sentinel: None,
+    };
+    let limit = loaded.model.context_length();
+    if depth + length + 1 > limit {
+        cell.skipped = Some(format!(
+            "{} tokens and the first output pass the model's {limit}-token context",
+            depth + length
+        ));
+        return Ok(cell);
+    }
+    let vocab = Vocab::of(loaded);
+    let seen = crate::measure::sentinel::Snapshot::take();
+    for i in 0..g.warmup + g.samples {
+        if signal() != 0 {
+            return Err(EngineError::Interrupted.into());
+        }
+        let mut rng = StdRng::seed_from_u64(sample_seed(g.seed, (length, depth, pct, chunk), i));
+        let prompt = vocab.draw(&mut rng, depth + length);
+        let cached = depth + length * pct as usize / 100;
+        let s = sample(&loaded.model, &prompt, cached, chunk)?;
+        if i >= g.warmup {
+            cell.samples.push(s);
+        }
+    }
+    cell.sentinel = Some(seen.until(&crate::measure::sentinel::Snapshot::take()));
+    Ok(cell)
+}
+
+/// A sample's own seed: the run's seed, the cell and the sample index mixed (SplitMix64's
+/// finalizer), so every prompt differs and a rerun with the seed draws the same ones.
+pub fn sample_seed(seed: u64, (length, depth, pct, chunk): Cell, i: usize) -> u64 {
+    let mut x = seed;
+    for v in [
+        length as u64,
+        depth as u64,
+        u64::from(pct),
+        chunk as u64,
+        i as u64,
+    ] {
+        x = (x ^ v).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^= x >> 31;
+    }
+    x
+}
+
+/// The token ids prompts are drawn from: the vocabulary less its added (special) tokens.
+pub struct Vocab {
+    ids: Vec<u32>,
+}
+
+impl Vocab {
+    pub fn of(loaded: &Loaded) -> Self {
+        let inner = loaded.tokenizer.inner();
+        let added = inner.get_added_tokens_decoder();
+        let n = loaded.tokenizer.info.vocab_size as u32;
+        Self {
+            ids: (0..n).filter(|id| !added.contains_key(id)).collect(),
+        }
+    }
+
+    /// `n` ids drawn uniformly (with repeats) from the vocabulary.
+    pub fn draw(&self, rng: &mut StdRng, n: usize) -> Vec<u32> {
+        (0..n)
+            .map(|_| self.ids[rng.random_range(0..self.ids.len())])
+            .collect()
+    }
+}
+
+/// One measured request: `prompt` with its first `cached` tokens (whole blocks) put in the
+/// prefix cache first by an unmeasured request, then the whole prompt, one token generated.
+pub fn sample(
+    model: &model::family::Model,
+    prompt: &[u32],
+    cached: usize,
+    chunk: usize,
+) -> Result<PrefillSample, EngineError> {
+    let blocks = cached / BLOCK_TOKENS;
+    let prefix_tokens = match blocks {
+        0 => 0,
+        b => b * BLOCK_TOKENS + BLOCK_TOKENS,
+    };
+    let cfg = SchedulerConfig {
+        max_seqs: 1,
+        max_batch_tokens: chunk,
+        prefill_chunk: chunk,
+        kv_budget_tokens: prompt.len() + 1 + prefix_tokens,
+        schedule: Default::default(),
+        prefix_cache_tokens: prefix_tokens,
+    };
+    let mut engine = Engine::new(model, cfg, Default::default());
+    let params = GenerateParams {
+        max_new: 1,
+        sampling: Default::default(),
+        stop: Vec::new(),
+    };
+    if blocks > 0 {
+        generate_on(
+            &mut engine,
+            0,
+            &prompt[..blocks * BLOCK_TOKENS],
+            &params,
+            |_, _| {},
+        )?;
+    }
+    let seen = engine.events().len();
+    let g = generate_on(&mut engine, 1, prompt, &params, |_, _| {})?;
+    let (mut forward_us, mut steps) = (0u64, 0usize);
+    for ev in &engine.events()[seen..] {
+        match ev.kind {
+            EventKind::StepEnd { forward_us: us } => forward_us += us,
+            EventKind::StepStart { .. } => steps += 1,
+            _ => {}
+        }
+    }
+    Ok(PrefillSample {
+        ttft_s: g.prefill.as_secs_f64(),
+        reused_tokens: g.reused_tokens,
+        prefilled_tokens: prompt.len() - g.reused_tokens,
+        forward_s: forward_us as f64 / 1e6,
+        steps,
+    })
+}
+
+#[cfg(test)]
+#[path = "prefill_tests.rs"]
+mod tests;

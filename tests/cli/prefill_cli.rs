@@ -1,0 +1,117 @@
+//! `tokfire prefill` end to end on a tiny synthetic model (context 256): every cell of the grid
+//! with its samples, depth and the cached share really copied from the prefix cache, cells
+//! past the context listed as n/a, the cost model, the record re-read by `report` (text, CSV,
+//! HTML) and refused by `rerun` with the command to repeat it; bad flags are clear errors.
+
+use crate::support;
+use support::{read, tiny, tokfire};
+
+#[test]
+fn a_prefill_grid_runs_every_cell_and_every_verb_reads_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let out = dir.path().join("p.json");
+    let res = tokfire()
+        .args(["prefill", "--model", m.to_str().unwrap(), "--threads", "1"])
+        .args([
+            "--lengths",
+            "16,32,64,250",
+            "--depths",
+            "0,32",
+            "--cached",
+            "0,50",
+        ])
+        .args(["--samples", "3", "--warmup", "1", "--seed", "9"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(res.status.success(), "{stderr}");
+    support::fits_100(&stdout);
+    // The fit's shares may be n/a on a model this small (a term can come out negative).
+    for want in [
+        "TTFT median",
+        "prefill tok/s",
+        "cost model (cold, depth 0",
+        "n/a (",
+    ] {
+        assert!(stdout.contains(want), "{want} missing:\n{stdout}");
+    }
+    assert!(stderr.contains("cell 16/16"), "{stderr}");
+
+    let file = read(&out);
+    let run = file.runs.last().unwrap();
+    let p = run.prefill().expect("a prefill record");
+    assert_eq!(p.cells.len(), 16);
+    for c in &p.cells {
+        // 250 + the depth 32 + the first output pass the 256-token context.
+        if c.length == 250 && c.depth == 32 {
+            assert!(c.skipped.as_deref().unwrap().contains("256-token context"));
+            assert!(c.samples.is_empty());
+            continue;
+        }
+        assert_eq!(c.samples.len(), 3, "{c:?}");
+        let want = (c.depth + c.length * c.cached_pct as usize / 100) / 16 * 16;
+        for s in &c.samples {
+            assert_eq!(s.reused_tokens, want, "{c:?}");
+            assert_eq!(s.prefilled_tokens, c.depth + c.length - want);
+            assert!(s.ttft_s > 0.0 && s.forward_s <= s.ttft_s);
+        }
+    }
+    assert!(p.fit(256).is_some(), "four cold depth-0 lengths make a fit");
+
+    let report = |args: &[&str]| {
+        let r = tokfire()
+            .arg("report")
+            .arg(&out)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        String::from_utf8_lossy(&r.stdout).into_owned()
+    };
+    assert_eq!(report(&[]), stdout, "report reprints the run as it printed");
+    let csv = report(&["--format", "csv"]);
+    // Two cells (250 tokens at depth 32, cold and cached) are past the context.
+    assert_eq!(
+        csv.lines().count(),
+        1 + 14 * 3,
+        "a header and one row per sample"
+    );
+    let html = dir.path().join("p.html");
+    report(&["--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("id=\"prefill-ttft\"") && page.contains("Cost model"));
+
+    let r = tokfire().arg("rerun").arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        !r.status.success() && err.contains("tokfire prefill"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_grid_flags_are_refused_by_name_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let out = dir.path().join("p.json");
+    for (flag, value, needle) in [
+        ("--lengths", "0", "--lengths 0"),
+        ("--lengths", "16,16", "given twice"),
+        ("--cached", "101", "--cached 101"),
+        ("--chunks", "0", "--chunks 0"),
+        ("--samples", "0", "--samples 0"),
+    ] {
+        let res = tokfire()
+            .args(["prefill", "--model", m.to_str().unwrap(), flag, value])
+            .args(["--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert!(!res.status.success(), "{flag} {value} ran");
+        assert!(err.contains(needle), "{flag} {value}: {err}");
+        assert!(!out.exists(), "{flag} {value}: nothing is recorded");
+    }
+}

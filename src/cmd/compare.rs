@@ -167,6 +167,21 @@ pub fn render(
             out += &format!("  {d}\n");
         }
     }
+    match (old.prefill(), new.prefill()) {
+        (Some(a), Some(b)) => {
+            out += &format!("old machine: {}\n", report::prefill::machine_line(a));
+            out += &format!("new machine: {}\n", report::prefill::machine_line(b));
+            out += &report::prefill::compare(a, b, min_effect);
+            return Ok(report::wrap(&out));
+        }
+        (None, None) => {}
+        _ => anyhow::bail!(
+            "{} and {} are not comparable: a prefill grid compares with another prefill grid \
+             only",
+            old.id,
+            new.id
+        ),
+    }
     for (side, run) in [("old", old), ("new", new)] {
         let line = report::summary::machine_line(&run.summary())
             .unwrap_or_else(|| "n/a (no sentinel readings in this record)".into());

@@ -130,13 +130,7 @@ fn notes(run: &RunRecord, p: &PrefillRecord) -> String {
         out += &fit_line(chunk, p.fit(chunk));
         out.push('\n');
     }
-    let quiet = crate::record::quiet::QuietFigures::of_readings(
-        p.cells.iter().filter_map(|c| c.sentinel.as_ref()),
-    );
-    let machine = quiet.line("cells").unwrap_or_else(|| {
-        "n/a (no cell ran 0.25 s or more; the OS's 10 ms ticks cannot tell)".into()
-    });
-    out += &format!("machine: {machine}\n");
+    out += &format!("machine: {}\n", machine_line(p));
     if !matches!(run.status, crate::record::RunStatus::Complete) {
         out += &format!(
             "status {}: {} of {} cells kept\n",
@@ -145,6 +139,83 @@ fn notes(run: &RunRecord, p: &PrefillRecord) -> String {
             cells_asked(p)
         );
     }
+    out
+}
+
+/// What else the machine did while the cells ran, from the OS's counters.
+pub fn machine_line(p: &PrefillRecord) -> String {
+    let readings = p.cells.iter().filter_map(|c| c.sentinel.as_ref());
+    let quiet = crate::record::quiet::QuietFigures::of_readings(readings);
+    quiet.line("cells").unwrap_or_else(|| {
+        "n/a (no cell ran 0.25 s or more; the OS's 10 ms ticks cannot tell)".into()
+    })
+}
+
+/// Two prefill runs cell by cell (cells matched by prompt tokens, depth, cached share and
+/// chunk): both median TTFTs, new ÷ old, and the change: `same` within `min_effect`, `faster`
+/// or `slower` when the two runs' sample ranges do not overlap, else `within spread`.
+pub fn compare(old: &PrefillRecord, new: &PrefillRecord, min_effect: f64) -> String {
+    let key = |c: &CellRecord| (c.length, c.depth, c.cached_pct, c.chunk);
+    let mut rows = Vec::new();
+    let (mut faster, mut slower, mut same) = (0, 0, 0);
+    for n in &new.cells {
+        let Some(o) = old.cells.iter().find(|o| key(o) == key(n)) else {
+            continue;
+        };
+        let (Some(a), Some(b), Some(ra), Some(rb)) = (
+            o.ttft_median(),
+            n.ttft_median(),
+            o.ttft_range(),
+            n.ttft_range(),
+        ) else {
+            continue;
+        };
+        let ratio = b / a;
+        let change = if (ratio - 1.0).abs() < min_effect {
+            same += 1;
+            format!("same (within {:.0} %)", min_effect * 100.0)
+        } else if rb.1 < ra.0 {
+            faster += 1;
+            "faster".to_string()
+        } else if rb.0 > ra.1 {
+            slower += 1;
+            "slower".to_string()
+        } else {
+            same += 1;
+            "within spread".to_string()
+        };
+        rows.push(vec![
+            n.length.to_string(),
+            n.depth.to_string(),
+            cached(n),
+            n.chunk.to_string(),
+            format!("{a:.3} s"),
+            format!("{b:.3} s"),
+            format!("{ratio:.3}"),
+            change,
+        ]);
+    }
+    let headers = [
+        "prompt tokens",
+        "depth",
+        "cached",
+        "chunk",
+        "old TTFT",
+        "new TTFT",
+        "new / old",
+        "change",
+    ];
+    let shape = super::layout::Shape { keys: 4, left: 0 };
+    let mut out = super::layout::table(&headers, &rows, shape, super::layout::WIDTH);
+    let left_out = (old.cells.len().max(new.cells.len()) - rows.len()) > 0;
+    out += &format!(
+        "verdict: {faster} cells faster, {slower} slower, {same} unchanged or within the \
+         spread (median TTFT; faster or slower only when the sample ranges do not overlap){}\n",
+        match left_out {
+            true => "; cells in one run only or without samples are left out",
+            false => "",
+        }
+    );
     out
 }
 

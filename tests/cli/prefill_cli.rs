@@ -1,7 +1,8 @@
 //! `tokfire prefill` end to end on a tiny synthetic model (context 256): every cell of the grid
 //! with its samples, depth and the cached share really copied from the prefix cache, cells
 //! past the context listed as n/a, the cost model, the record re-read by `report` (text, CSV,
-//! HTML) and refused by `rerun` with the command to repeat it; bad flags are clear errors.
+//! HTML), refused by `rerun` with the command to repeat it and matched cell by cell by
+//! `compare`; bad flags are clear errors.
 
 use crate::support;
 use support::{read, tiny, tokfire};
@@ -90,6 +91,44 @@ fn a_prefill_grid_runs_every_cell_and_every_verb_reads_its_record() {
         !r.status.success() && err.contains("tokfire prefill"),
         "{err}"
     );
+
+    // The same grid again into the same file: compare matches the cells.
+    let again = tokfire()
+        .args(["prefill", "--model", m.to_str().unwrap(), "--threads", "1"])
+        .args([
+            "--lengths",
+            "16,32,64,250",
+            "--depths",
+            "0,32",
+            "--cached",
+            "0,50",
+        ])
+        .args([
+            "--samples",
+            "3",
+            "--seed",
+            "9",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let c = tokfire()
+        .arg("compare")
+        .arg(&out)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    support::fits_100(&text);
+    assert!(
+        text.contains("new / old") && text.contains("verdict: "),
+        "{text}"
+    );
+    let rows = text.lines().filter(|l| l.contains(" 256  ")).count();
+    assert_eq!(rows, 14, "every measured cell matched:\n{text}");
 }
 
 #[test]

@@ -129,6 +129,10 @@ pub enum Command {
     /// shares and chunk sizes (llama-bench's pp and d), with a fitted cost model.
     #[command(after_help = "Example: tokfire prefill --lengths 128,512,2048 --depths 0,1024   (--help: every figure defined)", after_long_help = crate::report::prefill::help())]
     Prefill(PrefillArgs),
+    /// What verifying k drafted tokens costs a decode step of N sequences, against the plain
+    /// step, and the acceptance rate at which speculation starts to pay.
+    #[command(name = "spec-cost", after_help = "Example: tokfire spec-cost --jobs 1,2,3 --k 0,1,2,3,4   (--help: every figure defined)", after_long_help = crate::report::spec_cost::help())]
+    SpecCost(SpecCostArgs),
     /// A scripted session a person lives through: loads, requests, idle gaps, model swaps.
     #[command(after_help = SESSION_HELP)]
     Session(SessionArgs),
@@ -159,6 +163,7 @@ impl Cli {
             Command::Cold(a) => a.runtime.threads,
             Command::Session(a) => a.runtime.threads,
             Command::Prefill(a) => a.runtime.threads,
+            Command::SpecCost(a) => a.runtime.threads,
             _ => None,
         }
     }
@@ -694,6 +699,42 @@ pub struct PrefillArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Results file the run is appended to [default: OUT_DIR/prefill.json].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Folder of the default results file (and its .txt log).
+    #[arg(long, env = "TOKFIRE_OUT", default_value = "results")]
+    pub out_dir: PathBuf,
+    /// What stdout shows.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `tokfire spec-cost`.
+#[derive(Debug, Args)]
+pub struct SpecCostArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+    /// Sequences decoding together (the batch size B).
+    #[arg(long, short = 'j', value_delimiter = ',', default_value = "1,2,3")]
+    pub jobs: Vec<usize>,
+    /// Drafted tokens verified per sequence and step (0: plain decoding, the baseline).
+    #[arg(long, value_delimiter = ',', default_value = "0,1,2,3,4")]
+    pub k: Vec<usize>,
+    /// Prompt tokens of every sequence, in the KV cache before the measured steps.
+    #[arg(long, default_value_t = 256)]
+    pub context: usize,
+    /// Decode steps measured per cell.
+    #[arg(long, default_value_t = 16)]
+    pub steps: usize,
+    /// Decode steps run first in every cell, unrecorded.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: usize,
+    /// Seed of the prompts and of the drafted tokens.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Results file the run is appended to [default: OUT_DIR/spec-cost.json].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Folder of the default results file (and its .txt log).

@@ -14,6 +14,7 @@ pub mod round;
 pub(crate) mod runtime;
 pub(crate) mod samples;
 pub mod session;
+pub mod spec_cost;
 pub mod spec_samples;
 pub(crate) mod spec_setup;
 pub(crate) mod sweep;

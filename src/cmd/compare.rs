@@ -174,6 +174,14 @@ pub fn render(
             out += &report::prefill::compare(a, b, min_effect);
             return Ok(report::wrap(&out));
         }
+        (None, None) if old.spec_cost().is_some() || new.spec_cost().is_some() => {
+            anyhow::bail!(
+                "{} and {} are not comparable: compare reads run, sweep, ab and prefill records; \
+                 put two spec-cost tables side by side with `tokfire report FILE --all`",
+                old.id,
+                new.id
+            )
+        }
         (None, None) => {}
         _ => anyhow::bail!(
             "{} and {} are not comparable: a prefill grid compares with another prefill grid \

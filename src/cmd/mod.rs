@@ -12,6 +12,7 @@ mod record_log;
 mod report;
 mod rerun;
 mod session;
+mod spec_cost;
 
 use crate::cli::{Cli, Command, ModelArgs, RuntimeArgs};
 use crate::config::{
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ColdChild(args) => cold::child(args),
         Command::Session(args) => session::run(args),
         Command::Prefill(args) => prefill::run(args),
+        Command::SpecCost(args) => spec_cost::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Rerun(args) => rerun::run(args),
         Command::Report(args) => report::run(args),

@@ -24,7 +24,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
                 items.iter().flat_map(Item::runs).partition(|r| {
                     matches!(
                         r.kind.tag(),
-                        KindTag::Cold | KindTag::Session | KindTag::Prefill
+                        KindTag::Cold | KindTag::Session | KindTag::Prefill | KindTag::SpecCost
                     )
                 });
             let rows: String = bench
@@ -56,7 +56,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
         for r in runs.iter().filter(|r| {
             !matches!(
                 r.kind.tag(),
-                KindTag::Cold | KindTag::Session | KindTag::Prefill
+                KindTag::Cold | KindTag::Session | KindTag::Prefill | KindTag::SpecCost
             )
         }) {
             let screen = crate::report::profile::screen(r);
@@ -131,6 +131,7 @@ fn html_page(all: &[RunRecord], run: &RunRecord) -> anyhow::Result<String> {
         KindTag::Cold => return Ok(crate::report::cold::html(run).expect(kind_says)),
         KindTag::Session => return Ok(crate::report::session::html(run).expect(kind_says)),
         KindTag::Prefill => return Ok(crate::report::prefill::html(run).expect(kind_says)),
+        KindTag::SpecCost => return Ok(crate::report::spec_cost::html(run).expect(kind_says)),
         KindTag::AbArm => {
             return match items(all, &[run]).pop() {
                 Some(Item::Pair(a, b)) => Ok(crate::report::ab::html(a, b)),

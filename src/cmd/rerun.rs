@@ -100,6 +100,9 @@ fn config(args: &RerunArgs, old: &RunRecord) -> anyhow::Result<RunConfig> {
         (KindTag::Prefill, _) | (_, "prefill") => {
             return Err(as_own_verb("a prefill grid (`tokfire prefill`)"))
         }
+        (KindTag::SpecCost, _) | (_, "spec-cost") => {
+            return Err(as_own_verb("a verify-cost grid (`tokfire spec-cost`)"))
+        }
         (KindTag::Baseline, _) => return Err(as_own_verb("the baseline of a speculative run")),
         (KindTag::Run, _) => {}
     }

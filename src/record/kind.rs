@@ -1,7 +1,8 @@
 //! What kind of run a record holds, with the payload only that kind has: a `run`/`sweep`, one
-//! arm of an `ab`, the starts of a `cold`, the steps of a `session`, the cells of a `prefill`,
-//! or the `--spec none` baseline nested in a speculative run. On file it is a `"kind"` beside
-//! the payload under its own key (`"ab"`, `"cold"`, `"session"`, `"prefill"`), so a reader dispatches on one word; a record from
+//! arm of an `ab`, the starts of a `cold`, the steps of a `session`, the cells of a `prefill`
+//! or a `spec-cost`, or the `--spec none` baseline nested in a speculative run. On file it is a
+//! `"kind"` beside the payload under its own key (`"ab"`, `"cold"`, `"session"`, `"prefill"`,
+//! `"spec_cost"`), so a reader dispatches on one word; a record from
 //! before the word existed (schema ≤ 2) gets it from the payload it carries. A record whose word
 //! and payload disagree is refused by name.
 
@@ -11,6 +12,7 @@ use super::arms::AbArm;
 use super::cold::ColdRecord;
 use super::prefill::PrefillRecord;
 use super::session::SessionRecord;
+use super::spec_cost::SpecCostRecord;
 
 /// A run's kind and its own payload.
 #[derive(Debug, Clone)]
@@ -25,6 +27,8 @@ pub enum RunKind {
     Session(SessionRecord),
     /// `tokfire prefill`: every cell of the grid with its samples.
     Prefill(PrefillRecord),
+    /// `tokfire spec-cost`: verify-step times over jobs and drafted tokens.
+    SpecCost(SpecCostRecord),
     /// The `--spec none` levels beside a speculative run, nested in it.
     Baseline,
 }
@@ -38,6 +42,7 @@ pub enum KindTag {
     Cold,
     Session,
     Prefill,
+    SpecCost,
     Baseline,
 }
 
@@ -50,6 +55,7 @@ impl KindTag {
             Self::Cold => "cold",
             Self::Session => "session",
             Self::Prefill => "prefill",
+            Self::SpecCost => "spec-cost",
             Self::Baseline => "baseline",
         }
     }
@@ -63,6 +69,7 @@ impl RunKind {
             Self::Cold(_) => KindTag::Cold,
             Self::Session(_) => KindTag::Session,
             Self::Prefill(_) => KindTag::Prefill,
+            Self::SpecCost(_) => KindTag::SpecCost,
             Self::Baseline => KindTag::Baseline,
         }
     }
@@ -80,6 +87,8 @@ struct WireOut<'a> {
     session: Option<&'a SessionRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prefill: Option<&'a PrefillRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spec_cost: Option<&'a SpecCostRecord>,
 }
 
 /// The kind as it is read: the word (absent before schema 3) and whatever payloads are there.
@@ -95,6 +104,8 @@ struct WireIn {
     session: Option<SessionRecord>,
     #[serde(default)]
     prefill: Option<PrefillRecord>,
+    #[serde(default)]
+    spec_cost: Option<SpecCostRecord>,
 }
 
 impl Serialize for RunKind {
@@ -117,6 +128,10 @@ impl Serialize for RunKind {
                 Self::Prefill(p) => Some(p),
                 _ => None,
             },
+            spec_cost: match self {
+                Self::SpecCost(c) => Some(c),
+                _ => None,
+            },
         }
         .serialize(s)
     }
@@ -135,6 +150,7 @@ fn resolve(w: WireIn) -> Result<RunKind, String> {
         w.cold.is_some().then_some("cold"),
         w.session.is_some().then_some("session"),
         w.prefill.is_some().then_some("prefill"),
+        w.spec_cost.is_some().then_some("spec_cost"),
     ]
     .into_iter()
     .flatten()
@@ -145,15 +161,23 @@ fn resolve(w: WireIn) -> Result<RunKind, String> {
             payloads.join(" and ")
         ));
     }
-    let kind = match (w.kind, w.ab, w.cold, w.session, w.prefill) {
-        (None | Some(KindTag::AbArm), Some(a), None, None, None) => RunKind::AbArm(Box::new(a)),
-        (None | Some(KindTag::Cold), None, Some(c), None, None) => RunKind::Cold(c),
-        (None | Some(KindTag::Session), None, None, Some(s), None) => RunKind::Session(s),
-        // Prefill records were born with the word: it is required.
-        (Some(KindTag::Prefill), None, None, None, Some(p)) => RunKind::Prefill(p),
-        (None | Some(KindTag::Run), None, None, None, None) => RunKind::Run,
-        (Some(KindTag::Baseline), None, None, None, None) => RunKind::Baseline,
-        (None, ..) => return Err("a run carries more than one kind's entries".into()),
+    // Each payload alone was checked above; the word must agree with the one present.
+    let kind = match (w.kind, w.ab, w.cold, w.session, w.prefill, w.spec_cost) {
+        (None | Some(KindTag::AbArm), Some(a), ..) => RunKind::AbArm(Box::new(a)),
+        (None | Some(KindTag::Cold), _, Some(c), ..) => RunKind::Cold(c),
+        (None | Some(KindTag::Session), _, _, Some(s), ..) => RunKind::Session(s),
+        // Prefill and spec-cost records were born with the word: it is required.
+        (Some(KindTag::Prefill), _, _, _, Some(p), _) => RunKind::Prefill(p),
+        (Some(KindTag::SpecCost), _, _, _, _, Some(c)) => RunKind::SpecCost(c),
+        (None | Some(KindTag::Run), None, None, None, None, None) => RunKind::Run,
+        (Some(KindTag::Baseline), None, None, None, None, None) => RunKind::Baseline,
+        (None, ..) => {
+            return Err(format!(
+                "the run's \"{}\" entry has no \"kind\" word, which records of that kind always \
+                 carry; the record was edited or damaged",
+                payloads.first().unwrap_or(&"?")
+            ))
+        }
         (Some(tag), ..) => {
             let has = payloads
                 .first()

@@ -117,3 +117,28 @@ fn a_prefill_record_needs_its_word() {
     assert_eq!(written["kind"], "prefill");
     assert_eq!(written["prefill"]["lengths"], json!([16]));
 }
+
+#[test]
+fn a_spec_cost_record_needs_its_word_too() {
+    let grid = json!({
+        "context": 24, "steps": 5, "warmup": 2, "seed": 0, "jobs": [1], "ks": [0, 2],
+        "cells": []
+    });
+    let mut v = fixture();
+    v["runs"][0]["spec_cost"] = grid;
+    let err = parse(&v).unwrap_err();
+    assert!(
+        err.contains("\"spec_cost\" entry has no \"kind\" word"),
+        "{err}"
+    );
+    v["runs"][0]["kind"] = json!("spec-cost");
+    let file = parse(&v).unwrap();
+    assert_eq!(file.runs[0].kind.tag(), KindTag::SpecCost);
+    let written = serde_json::to_value(&file.runs[0]).unwrap();
+    assert_eq!(
+        (written["kind"].as_str(), written["spec_cost"]["ks"].clone()),
+        (Some("spec-cost"), json!([0, 2]))
+    );
+    v["runs"][0]["kind"] = json!("prefill");
+    assert!(parse(&v).unwrap_err().contains("does not match"));
+}

@@ -20,6 +20,7 @@ pub mod quiet;
 pub mod scheduler;
 pub mod session;
 pub mod spec;
+pub mod spec_cost;
 pub mod steady;
 pub mod summary;
 pub(crate) mod verdict;
@@ -168,6 +169,20 @@ impl RunRecord {
     pub(crate) fn prefill_mut(&mut self) -> Option<&mut prefill::PrefillRecord> {
         match &mut self.kind {
             kind::RunKind::Prefill(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    pub fn spec_cost(&self) -> Option<&spec_cost::SpecCostRecord> {
+        match &self.kind {
+            kind::RunKind::SpecCost(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn spec_cost_mut(&mut self) -> Option<&mut spec_cost::SpecCostRecord> {
+        match &mut self.kind {
+            kind::RunKind::SpecCost(c) => Some(c),
             _ => None,
         }
     }

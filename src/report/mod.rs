@@ -15,6 +15,7 @@ pub mod prefill;
 pub(crate) mod prefix;
 pub(crate) mod profile;
 pub mod session;
+pub mod spec_cost;
 pub(crate) mod summary;
 pub(crate) mod svg;
 pub mod text;

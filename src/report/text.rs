@@ -217,6 +217,7 @@ pub fn render(run: &RunRecord, format: Format) -> String {
         KindTag::Cold => return super::cold::render(run, format),
         KindTag::Session => return super::session::render(run, format),
         KindTag::Prefill => return super::prefill::render(run, format),
+        KindTag::SpecCost => return super::spec_cost::render(run, format),
         KindTag::Run | KindTag::AbArm | KindTag::Baseline => {}
     }
     let d = run.summary();

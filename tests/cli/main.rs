@@ -18,4 +18,5 @@ mod prefix_cli;
 mod results_cli;
 mod session_cli;
 mod spec_cli;
+mod spec_cost_cli;
 mod think_cli;

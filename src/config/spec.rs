@@ -32,8 +32,14 @@ impl SpecMethod {
         let t = s.trim();
         let (name, arg) = t.split_once(':').unwrap_or((t, ""));
         match name {
-            "none" => Ok(Self::None),
-            "lookup" => Ok(Self::Lookup),
+            "none" if !t.contains(':') => Ok(Self::None),
+            "lookup" if !t.contains(':') => Ok(Self::Lookup),
+            "mtp" if !t.contains(':') => Ok(Self::Mtp),
+            "none" | "lookup" | "mtp" => Err(ConfigError::flag(
+                "--spec",
+                s,
+                format!("{name} takes no value after ':'; write --spec {name}"),
+            )),
             "layerskip" => match arg.parse::<usize>() {
                 Ok(layers) if layers > 0 => Ok(Self::LayerSkip { layers }),
                 _ => Err(ConfigError::flag(
@@ -50,7 +56,6 @@ impl SpecMethod {
                 s,
                 "draft needs a model (anything --model accepts), e.g. --spec draft:smollm2-135m-instruct-q4_1",
             )),
-            "mtp" if arg.is_empty() => Ok(Self::Mtp),
             _ => Err(ConfigError::flag(
                 "--spec",
                 s,
@@ -140,3 +145,7 @@ pub fn parse_ngram(s: &str) -> Result<(usize, usize), ConfigError> {
     }
     Ok((lo, hi))
 }
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;

@@ -37,9 +37,10 @@ use crate::workload::{Outcome, ToolCall, Workload};
 
 /// Version of the file layout below. 2 added `summary`, `config.headroom` and the
 /// `interrupted` state; 3 added every run's `kind` ([`kind::RunKind`]) and the record types of
-/// their own (`scheduler`, `load.split`). Version 1 and 2 files still load (a summary is derived
-/// on reading, a kind from the payload the run carries).
-pub(crate) const FORMAT: u32 = 3;
+/// their own (`scheduler`, `load.split`); 4 added the `prefill` and `spec-cost` kinds and the
+/// per-request speculation counters. Version 1 to 3 files still load (a summary is derived on
+/// reading, a kind from the payload the run carries; the new fields are absent, read as empty).
+pub(crate) const FORMAT: u32 = 4;
 
 /// A results file: every run appended to it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

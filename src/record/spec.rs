@@ -24,6 +24,21 @@ pub struct SpecSample {
     pub verify_forward_s: f64,
     /// Steps that verified at least one draft.
     pub verify_steps: u64,
+    /// Each request that drafted, in id order: its own counters (absent in older records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_request: Vec<RequestSpec>,
+    /// Verifies by draft tokens accepted: index n counts the verifies that kept n drafted
+    /// tokens (absent in older records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_hist: Vec<u64>,
+}
+
+/// One request's speculation counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestSpec {
+    pub verifies: u64,
+    pub proposed: u64,
+    pub accepted: u64,
 }
 
 impl SpecSample {
@@ -37,6 +52,9 @@ impl SpecSample {
         self.draft_s += o.draft_s;
         self.verify_forward_s += o.verify_forward_s;
         self.verify_steps += o.verify_steps;
+        // Every round's requests are requests of their own.
+        self.per_request.extend_from_slice(&o.per_request);
+        add_at(&mut self.accepted_hist, &o.accepted_hist);
     }
 }
 
@@ -88,6 +106,18 @@ pub struct SpecFigures {
     /// Mean tokens a verified sequence gained per verify: 1 + accepted ÷ verifies.
     #[serde(default)]
     pub spec_accepted_len: Option<f64>,
+    /// Per request (each request's accepted ÷ proposed, so long answers do not weigh more):
+    /// the median and the lowest over the requests that drafted.
+    #[serde(default)]
+    pub spec_acceptance_request_median: Option<f64>,
+    #[serde(default)]
+    pub spec_acceptance_request_lowest: Option<f64>,
+    /// Per request: 1 + accepted ÷ verifies of each request, median.
+    #[serde(default)]
+    pub spec_accepted_len_request_median: Option<f64>,
+    /// Verifies by draft tokens kept (index n: n accepted), over the level's rounds.
+    #[serde(default)]
+    pub spec_accepted_hist: Vec<u64>,
     /// Acceptance by draft position 1..k: accepted ÷ proposed at that position.
     #[serde(default)]
     pub spec_acceptance_by_position: Vec<f64>,
@@ -113,6 +143,16 @@ impl SpecFigures {
             spec_accepted: s.accepted,
             spec_acceptance: ratio(s.accepted as f64, s.proposed),
             spec_accepted_len: ratio(s.accepted as f64, s.verifies).map(|r| 1.0 + r),
+            spec_acceptance_request_median: crate::measure::stats::median(&per_request(s, |r| {
+                ratio(r.accepted as f64, r.proposed)
+            })),
+            spec_acceptance_request_lowest: crate::measure::stats::min(&per_request(s, |r| {
+                ratio(r.accepted as f64, r.proposed)
+            })),
+            spec_accepted_len_request_median: crate::measure::stats::median(&per_request(s, |r| {
+                ratio(r.accepted as f64, r.verifies).map(|x| 1.0 + x)
+            })),
+            spec_accepted_hist: s.accepted_hist.clone(),
             spec_acceptance_by_position: s
                 .proposed_at
                 .iter()
@@ -124,6 +164,11 @@ impl SpecFigures {
             baseline: Default::default(),
         }
     }
+}
+
+/// A figure of every request that has one.
+fn per_request(s: &SpecSample, f: impl Fn(&RequestSpec) -> Option<f64>) -> Vec<f64> {
+    s.per_request.iter().filter_map(f).collect()
 }
 
 #[cfg(test)]

@@ -123,13 +123,17 @@ pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
         }
         let _ = writeln!(
             line,
-            "accepted {} of {} drafted ({}), {} tokens per verify; {}{}",
+            "accepted {} of {} drafted ({} token-weighted; per request median {}, lowest {}), \
+             {} tokens per verify (accepted per verify: {}); {}{}",
             s.spec_accepted,
             plural(s.spec_proposed as usize, "token"),
             s.spec_acceptance
                 .map_or("n/a".into(), |a| super::percent(Some(a), 0)),
+            super::percent(s.spec_acceptance_request_median, 0),
+            super::percent(s.spec_acceptance_request_lowest, 0),
             s.spec_accepted_len
                 .map_or("n/a".into(), |v| format!("{v:.2}")),
+            histogram(&s.spec_accepted_hist),
             plural(l.rounds, "round"),
             if run.baseline.is_some() {
                 format!(" + {}", plural(b.spec_baseline_rounds, "baseline round"))
@@ -140,4 +144,16 @@ pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
         out += &line;
     }
     out
+}
+
+/// `0 ×12 · 1 ×5 · 2 ×3`: verifies by drafted tokens kept; `n/a` in records without it.
+fn histogram(h: &[u64]) -> String {
+    if h.is_empty() {
+        return "n/a".into();
+    }
+    h.iter()
+        .enumerate()
+        .map(|(n, c)| format!("{n} ×{c}"))
+        .collect::<Vec<_>>()
+        .join(" · ")
 }

@@ -55,8 +55,12 @@ pub struct LevelSummary {
     pub decode_steps_by_seqs: BTreeMap<usize, usize>,
     /// Fraction of decode steps that carried `jobs` or more sequences.
     pub full_step_fraction: Option<f64>,
-    /// Wall time outside forward passes ÷ wall time, over measured rounds.
+    /// Wall time outside forward passes and the drafter ÷ wall time, over measured rounds
+    /// (records before the drafter was counted apart included it here).
     pub harness_fraction: Option<f64>,
+    /// The drafter's own time ÷ wall time, over measured rounds (none without speculation).
+    #[serde(default)]
+    pub drafter_fraction: Option<f64>,
     /// Median forward time of steps that only decoded, milliseconds.
     pub decode_step_ms_median: Option<f64>,
     /// Steps that carried prompt tokens ÷ wall time, over measured rounds (a prefill chunk
@@ -137,6 +141,7 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
     let full: usize = hist.range(level.jobs..).map(|(_, n)| n).sum();
     let wall: f64 = rounds.iter().map(|r| r.wall_s).sum();
     let forward: f64 = rounds.iter().map(|r| r.forward_s).sum();
+    let draft: f64 = rounds.iter().map(|r| r.spec.draft_s).sum();
     let steps = || rounds.iter().flat_map(|r| &r.steps);
     let decode_only_ms: Vec<f64> = steps()
         .filter(|s| s.prefill_tokens == 0 && s.decode_tokens > 0)
@@ -175,7 +180,8 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
         peak_kv_bytes: level.peak_kv_bytes,
         decode_steps_by_seqs: hist,
         full_step_fraction: (decode_steps > 0).then(|| full as f64 / decode_steps as f64),
-        harness_fraction: (wall > 0.0).then(|| (wall - forward).max(0.0) / wall),
+        harness_fraction: (wall > 0.0).then(|| (wall - forward - draft).max(0.0) / wall),
+        drafter_fraction: (wall > 0.0 && draft > 0.0).then(|| draft / wall),
         decode_step_ms_median: median(&decode_only_ms),
         prefill_step_fraction: (wall > 0.0).then(|| prefill_s / wall),
         joules_per_token: energy.filter(|_| tokens > 0).map(|e| e / tokens as f64),
@@ -282,6 +288,7 @@ impl LevelSummary {
             decode_steps_by_seqs: BTreeMap::new(),
             full_step_fraction: None,
             harness_fraction: None,
+            drafter_fraction: None,
             decode_step_ms_median: None,
             prefill_step_fraction: None,
             joules_per_token: None,

@@ -85,6 +85,14 @@ fn a_fast_total_does_not_hide_a_slow_job() {
     assert_eq!(s.decode_steps_by_seqs, BTreeMap::from([(1, 1), (2, 3)]));
     assert_eq!(s.full_step_fraction, Some(0.75));
     assert!((s.harness_fraction.unwrap() - 0.01).abs() < 1e-9);
+    assert_eq!(s.drafter_fraction, None, "no drafter, no figure");
+    // A drafter's own time is its own, not the harness's.
+    let mut drafted = level.clone();
+    drafted.rounds[1].forward_s = 8.0;
+    drafted.rounds[1].spec.draft_s = 1.5;
+    let d = summarize(&drafted);
+    assert!((d.harness_fraction.unwrap() - 0.05).abs() < 1e-9);
+    assert!((d.drafter_fraction.unwrap() - 0.15).abs() < 1e-9);
     assert_eq!(s.decode_step_ms_median, Some(10.0));
     assert_eq!(s.prefill_step_fraction, Some(0.2));
     assert_eq!(s.tail_kind, "slowest");

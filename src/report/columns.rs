@@ -137,7 +137,8 @@ pub(crate) const COLUMNS: &[Column] = &[
     figure!("full_step_fraction", "full steps", false, "fraction of decode steps that carried every job's sequence (proof of batching)", full_step_fraction, pct),
     figure!("decode_step_ms_median", "decode step ms", false, "median forward time of steps without prompt tokens, ms", decode_step_ms_median, |v| num(v, 1)),
     figure!("prefill_step_fraction", "prefill steps", false, "wall share of steps that carried prompt tokens (each stalls every running job's next token)", prefill_step_fraction, pct),
-    figure!("harness_fraction", "harness", false, "wall time outside forward passes / wall time", harness_fraction, pct),
+    figure!("harness_fraction", "harness", false, "wall time outside forward passes and the drafter / wall time", harness_fraction, pct),
+    figure!("drafter_fraction", "drafter", false, "speculation: the drafter's own time / wall time (n/a without --spec)", drafter_fraction, pct),
     figure!("joules_per_token", "J/token", false, "CPU package energy per output token, joules (n/a without a counter)", joules_per_token, |v| num(v, 3)),
     Column {
         key: "spec_proposed",

@@ -91,9 +91,13 @@ fn batching(levels: &[LevelSummary]) -> String {
             .iter()
             .map(|(k, n)| format!("{k}:{:.0}%", 100.0 * *n as f64 / total.max(1) as f64))
             .collect();
+        // The drafter's own time is counted apart from the harness's.
+        let drafter = s
+            .drafter_fraction
+            .map_or(String::new(), |d| format!("; drafter {}", pct(Some(d), 2)));
         let _ = writeln!(
             out,
-            "  {:<7} {} over {}, {} carried all {}; decode-only step {} med; prefill steps {} of wall; harness {}",
+            "  {:<7} {} over {}, {} carried all {}; decode-only step {} med; prefill steps {} of wall; harness {}{drafter}",
             plural(s.jobs, "job") + ":",
             hist.join(" "),
             plural(total, "step"),

@@ -7,6 +7,7 @@ pub(crate) mod baseline;
 pub mod cold;
 pub mod cold_child;
 pub mod error;
+pub(crate) mod grid;
 pub mod prefill;
 pub(crate) mod private_copy;
 pub mod progress;

@@ -5,7 +5,7 @@
 //! the measured one then copies those KV rows and prefills the rest. Prompts are token ids drawn
 //! from the model's vocabulary (special tokens left out), seeded per cell and sample.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -18,10 +18,9 @@ use crate::engine::scheduler::SchedulerConfig;
 use crate::error::EngineError;
 use crate::model::prefix::BLOCK_TOKENS;
 use crate::model::{self, Loaded};
-use crate::record::io::RecordWriter;
 use crate::record::kind::RunKind;
 use crate::record::prefill::{CellRecord, PrefillRecord, PrefillSample};
-use crate::record::{RunRecord, RunStatus};
+use crate::record::RunRecord;
 use crate::workload::Workload;
 
 /// The grid and how each cell is sampled.
@@ -74,9 +73,8 @@ pub fn run(
     stop: Option<&AtomicUsize>,
     mut progress: impl FnMut(&CellRecord, usize, usize),
 ) -> Result<RunRecord, BenchError> {
-    let writer = RecordWriter::open(&plan.config.out)?;
     let g = &plan.grid;
-    let mut record = RunRecord {
+    let record = RunRecord {
         kind: RunKind::Prefill(PrefillRecord {
             seed: g.seed,
             lengths: g.lengths.clone(),
@@ -89,48 +87,26 @@ pub fn run(
         }),
         ..super::sweep::new_record(plan.config.clone(), plan.workload.clone(), command)
     };
-    writer.save(&record)?;
-    let signal = || stop.map_or(0, |s| s.load(Ordering::Relaxed));
-    let result = super::runtime::start(&plan.config.runtime)
-        .map_err(BenchError::from)
-        .and_then(|rt| {
-            let (loaded, _) =
-                super::sweep::prepare(&plan.config, &rt, &plan.workload, &mut record)?;
-            writer.save(&record)?;
-            let _in = rt.enter();
+    let kept = |r: &RunRecord| r.prefill().map_or(0, |p| p.cells.len());
+    let (cfg, workload) = (&plan.config, &plan.workload);
+    super::grid::run(
+        cfg,
+        workload,
+        record,
+        stop,
+        kept,
+        |loaded, record, writer, signal| {
             let cells = g.cells();
             for (i, &cell) in cells.iter().enumerate() {
-                let c = run_cell(&loaded, g, cell, &signal)?;
+                let c = run_cell(loaded, g, cell, signal)?;
                 let p = record.prefill_mut().expect("set above; this is a bug");
                 p.cells.push(c.clone());
-                writer.save(&record)?;
+                writer.save(record)?;
                 progress(&c, i + 1, cells.len());
             }
             Ok(())
-        });
-    record.status = match &result {
-        Ok(()) => RunStatus::Complete,
-        Err(BenchError::Engine(EngineError::Interrupted)) => RunStatus::Interrupted {
-            signal: super::sweep::signal_name(signal()),
         },
-        Err(e) => RunStatus::Failed {
-            error: e.to_string(),
-        },
-    };
-    writer.save(&record)?;
-    let out = plan.config.out.clone();
-    match result {
-        Ok(()) => Ok(record),
-        Err(BenchError::Engine(EngineError::Interrupted)) => Err(BenchError::CellsInterrupted {
-            signal: super::sweep::signal_name(signal()),
-            out,
-            cells: record.prefill().map_or(0, |p| p.cells.len()),
-        }),
-        Err(e) => Err(BenchError::Saved {
-            out,
-            source: Box::new(e),
-        }),
-    }
+    )
 }
 
 /// One cell: its warm-up samples, then its measured ones, with the machine's reading.

@@ -5,7 +5,7 @@
 //! rejected: the cost is measured, not the gain. `k = 0` is the plain decode step. Step times
 //! come from the engine's own step events, after the prefill and `warmup` decode steps.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -17,10 +17,9 @@ use crate::engine::batching::{Engine, EventKind, Request};
 use crate::engine::scheduler::SchedulerConfig;
 use crate::error::EngineError;
 use crate::model::Loaded;
-use crate::record::io::RecordWriter;
 use crate::record::kind::RunKind;
 use crate::record::spec_cost::{SpecCostRecord, VerifyCell};
-use crate::record::{RunRecord, RunStatus};
+use crate::record::RunRecord;
 use crate::spec::{DraftInput, Drafter};
 use crate::workload::Workload;
 
@@ -45,8 +44,7 @@ pub fn run(
     stop: Option<&AtomicUsize>,
     mut progress: impl FnMut(&VerifyCell, usize, usize),
 ) -> Result<RunRecord, BenchError> {
-    let writer = RecordWriter::open(&plan.config.out)?;
-    let mut record = RunRecord {
+    let record = RunRecord {
         kind: RunKind::SpecCost(SpecCostRecord {
             context: plan.context,
             steps: plan.steps,
@@ -58,55 +56,31 @@ pub fn run(
         }),
         ..super::sweep::new_record(plan.config.clone(), plan.workload.clone(), command)
     };
-    writer.save(&record)?;
-    let signal = || stop.map_or(0, |s| s.load(Ordering::Relaxed));
-    let result = super::runtime::start(&plan.config.runtime)
-        .map_err(BenchError::from)
-        .and_then(|rt| {
-            let (loaded, _) =
-                super::sweep::prepare(&plan.config, &rt, &plan.workload, &mut record)?;
-            writer.save(&record)?;
-            let _in = rt.enter();
-            let cells: Vec<(usize, usize)> = plan
-                .jobs
-                .iter()
+    let kept = |r: &RunRecord| r.spec_cost().map_or(0, |c| c.cells.len());
+    let (cfg, workload) = (&plan.config, &plan.workload);
+    super::grid::run(
+        cfg,
+        workload,
+        record,
+        stop,
+        kept,
+        |loaded, record, writer, signal| {
+            let cells: Vec<(usize, usize)> = (plan.jobs.iter())
                 .flat_map(|&j| plan.ks.iter().map(move |&k| (j, k)))
                 .collect();
             for (i, &(jobs, k)) in cells.iter().enumerate() {
                 if signal() != 0 {
                     return Err(EngineError::Interrupted.into());
                 }
-                let c = run_cell(&loaded, plan, jobs, k)?;
+                let c = run_cell(loaded, plan, jobs, k)?;
                 let r = record.spec_cost_mut().expect("set above; this is a bug");
                 r.cells.push(c.clone());
-                writer.save(&record)?;
+                writer.save(record)?;
                 progress(&c, i + 1, cells.len());
             }
             Ok(())
-        });
-    record.status = match &result {
-        Ok(()) => RunStatus::Complete,
-        Err(BenchError::Engine(EngineError::Interrupted)) => RunStatus::Interrupted {
-            signal: super::sweep::signal_name(signal()),
         },
-        Err(e) => RunStatus::Failed {
-            error: e.to_string(),
-        },
-    };
-    writer.save(&record)?;
-    let out = plan.config.out.clone();
-    match result {
-        Ok(()) => Ok(record),
-        Err(BenchError::Engine(EngineError::Interrupted)) => Err(BenchError::CellsInterrupted {
-            signal: super::sweep::signal_name(signal()),
-            out,
-            cells: record.spec_cost().map_or(0, |c| c.cells.len()),
-        }),
-        Err(e) => Err(BenchError::Saved {
-            out,
-            source: Box::new(e),
-        }),
-    }
+    )
 }
 
 /// Proposes `k` random vocabulary tokens for every sequence: a drafter that costs nothing and

@@ -103,34 +103,18 @@ pub(crate) fn plan(args: &PrefillArgs) -> anyhow::Result<PrefillPlan> {
             args.samples
         );
     }
+    let out = (args.out.clone()).unwrap_or_else(|| args.out_dir.join("prefill.json"));
     let config = RunConfig {
-        verb: "prefill".into(),
-        model: super::model_config(&args.model)?,
-        runtime: super::runtime_config(&args.runtime)?,
-        workload: "generated".into(),
-        jobs: vec![1],
         rounds: args.samples,
         warmup_rounds: args.warmup,
-        sampling: Default::default(),
         engine: EngineSettings {
             max_seqs: 1,
             prefill_chunk: grid.chunks[0],
             ..Default::default()
         },
         max_tokens: Some(1),
-        out: args
-            .out
-            .clone()
-            .unwrap_or_else(|| args.out_dir.join("prefill.json")),
-        format: args.format,
-        trace: None,
-        headroom: DEFAULT_HEADROOM,
-        notes: Vec::new(),
-        spec: Default::default(),
-        think: Default::default(),
-        quiet_wait_s: 0.0,
+        ..grid_config("prefill", &args.model, &args.runtime, out, args.format)?
     };
-    crate::config::run::check_output("--out", &config.out)?;
     let workload = generated_workload(&grid);
     Ok(PrefillPlan {
         config,
@@ -139,35 +123,73 @@ pub(crate) fn plan(args: &PrefillArgs) -> anyhow::Result<PrefillPlan> {
     })
 }
 
-/// The record's workload: the generated prompts, named by their seed and grid (its hash
-/// changes with either, so runs of different grids never pass for the same workload).
+/// The record's workload: the generated prompts, named by their seed and grid.
 fn generated_workload(g: &Grid) -> Workload {
     let join = |v: Vec<String>| v.join(",");
-    let name = format!(
-        "prefill lengths {} depths {} cached {} chunks {} seed {}",
+    let grid = format!(
+        "lengths {} depths {} cached {} chunks {}",
         join(g.lengths.iter().map(|x| x.to_string()).collect()),
         join(g.depths.iter().map(|x| x.to_string()).collect()),
         join(g.cached_pct.iter().map(|x| x.to_string()).collect()),
         join(g.chunks.iter().map(|x| x.to_string()).collect()),
-        g.seed
     );
+    generated("prefill", &grid, g.seed)
+}
+
+/// The workload a grid of generated prompts is recorded under: `verb`, described by its grid
+/// and seed, whose hash changes with either (so runs of different grids never pass for the
+/// same workload), with no tasks and no criteria.
+pub(super) fn generated(verb: &str, grid: &str, seed: u64) -> Workload {
+    let description = format!("{verb} {grid} seed {seed}");
     let criteria = Criteria {
-        label: "none (prefill cells are timed, not judged)".into(),
+        label: format!("none ({verb} cells are timed, not judged)"),
         ttft_max_s: None,
         per_job_tok_s_min: None,
         completion_max_s: None,
         pass_rate_min: None,
     };
-    let hash = crate::workload::schema::content_hash(&name, 1, &criteria, &[]);
+    let hash = crate::workload::schema::content_hash(&description, 1, &criteria, &[]);
     Workload {
-        name: "prefill".into(),
+        name: verb.into(),
         version: 1,
-        description: name,
+        description,
         use_case: "token ids drawn from the model's vocabulary".into(),
-        source: format!("--seed {}", g.seed),
+        source: format!("--seed {seed}"),
         hash,
         locked: false,
         criteria,
         tasks: Vec::new(),
     }
+}
+
+/// The configuration a grid verb records: its model and runtime flags, one job, greedy
+/// sampling, `run`'s engine defaults; the caller sets what the grid decides.
+pub(super) fn grid_config(
+    verb: &str,
+    model: &crate::cli::ModelArgs,
+    runtime: &crate::cli::RuntimeArgs,
+    out: std::path::PathBuf,
+    format: crate::config::run::Format,
+) -> anyhow::Result<RunConfig> {
+    crate::config::run::check_output("--out", &out)?;
+    Ok(RunConfig {
+        verb: verb.into(),
+        model: super::model_config(model)?,
+        runtime: super::runtime_config(runtime)?,
+        workload: "generated".into(),
+        jobs: vec![1],
+        rounds: 1,
+        warmup_rounds: 0,
+        sampling: Default::default(),
+        engine: EngineSettings::default(),
+        max_tokens: Some(1),
+        out,
+        format,
+        trace: None,
+        headroom: DEFAULT_HEADROOM,
+        notes: Vec::new(),
+        spec: Default::default(),
+        think: Default::default(),
+        quiet_wait_s: 0.0,
+    })
 }

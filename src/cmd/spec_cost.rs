@@ -3,10 +3,9 @@
 
 use crate::bench::spec_cost::{self, SpecCostPlan};
 use crate::cli::SpecCostArgs;
-use crate::config::run::{EngineSettings, RunConfig, DEFAULT_HEADROOM};
+use crate::config::run::RunConfig;
 use crate::error::ConfigError;
 use crate::report;
-use crate::workload::{Criteria, Workload};
 
 /// Most sequences, drafted tokens, prompt tokens and steps accepted.
 const MAX_JOBS: usize = 64;
@@ -63,53 +62,19 @@ pub(crate) fn plan(args: &SpecCostArgs) -> anyhow::Result<SpecCostPlan> {
     check("--context", args.context, 1..=MAX_CONTEXT)?;
     check("--steps", args.steps, 1..=MAX_STEPS)?;
     check("--warmup", args.warmup, 0..=MAX_STEPS)?;
+    let out = (args.out.clone()).unwrap_or_else(|| args.out_dir.join("spec-cost.json"));
     let config = RunConfig {
-        verb: "spec-cost".into(),
-        model: super::model_config(&args.model)?,
-        runtime: super::runtime_config(&args.runtime)?,
-        workload: "generated".into(),
         jobs: args.jobs.clone(),
         rounds: args.steps,
         warmup_rounds: args.warmup,
-        sampling: Default::default(),
-        engine: EngineSettings::default(),
         max_tokens: Some(args.warmup + args.steps + 1),
-        out: args
-            .out
-            .clone()
-            .unwrap_or_else(|| args.out_dir.join("spec-cost.json")),
-        format: args.format,
-        trace: None,
-        headroom: DEFAULT_HEADROOM,
-        notes: Vec::new(),
-        spec: Default::default(),
-        think: Default::default(),
-        quiet_wait_s: 0.0,
+        ..super::prefill::grid_config("spec-cost", &args.model, &args.runtime, out, args.format)?
     };
-    crate::config::run::check_output("--out", &config.out)?;
-    let name = format!(
-        "spec-cost jobs {:?} k {:?} context {} seed {}",
-        args.jobs, args.k, args.context, args.seed
+    let grid = format!(
+        "jobs {:?} k {:?} context {}",
+        args.jobs, args.k, args.context
     );
-    let criteria = Criteria {
-        label: "none (verify steps are timed, not judged)".into(),
-        ttft_max_s: None,
-        per_job_tok_s_min: None,
-        completion_max_s: None,
-        pass_rate_min: None,
-    };
-    let hash = crate::workload::schema::content_hash(&name, 1, &criteria, &[]);
-    let workload = Workload {
-        name: "spec-cost".into(),
-        version: 1,
-        description: name,
-        use_case: "token ids drawn from the model's vocabulary".into(),
-        source: format!("--seed {}", args.seed),
-        hash,
-        locked: false,
-        criteria,
-        tasks: Vec::new(),
-    };
+    let workload = super::prefill::generated("spec-cost", &grid, args.seed);
     Ok(SpecCostPlan {
         config,
         workload,

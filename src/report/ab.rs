@@ -215,12 +215,55 @@ pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
             );
         }
     }
+    if let Some(note) = same_plans(a, b) {
+        out += &note;
+    }
     out.push('\n');
     match b.ab().and_then(|x| x.verdict.as_ref()) {
         Some(v) => out += &verdict_block(a, b, v),
         None => out += "verdict: none (the run did not finish)\n",
     }
     super::layout::wrap(&out, super::layout::WIDTH)
+}
+
+/// Scheduler variables whose arms differ only in how steps are planned.
+const PLANNING: [&str; 3] = ["schedule", "prefill-chunk", "max-batch-tokens"];
+
+/// When the arms vary how steps are planned yet planned the same steps (the same sequences,
+/// prompt and decode tokens, step by step, in every measured round of every level): a line
+/// saying so, with the largest prompt and the chunk — what the comparison could not see.
+fn same_plans(a: &RunRecord, b: &RunRecord) -> Option<String> {
+    let vary = b.ab()?.vary.as_str();
+    if !PLANNING.contains(&vary) || a.levels.is_empty() || a.levels.len() != b.levels.len() {
+        return None;
+    }
+    let plan = |r: &crate::record::RoundRecord| -> Vec<(usize, usize, usize)> {
+        (r.steps.iter())
+            .map(|s| (s.seqs, s.prefill_tokens, s.decode_tokens))
+            .collect()
+    };
+    let measured = |l: &crate::record::LevelRecord| -> Vec<Vec<(usize, usize, usize)>> {
+        l.rounds.iter().filter(|r| !r.warmup).map(plan).collect()
+    };
+    let same = a.levels.iter().zip(&b.levels).all(|(x, y)| {
+        let (px, py) = (measured(x), measured(y));
+        x.jobs == y.jobs && !px.is_empty() && px == py
+    });
+    if !same {
+        return None;
+    }
+    let largest = (a.levels.iter())
+        .flat_map(|l| &l.rounds)
+        .flat_map(|r| &r.tasks)
+        .map(|t| t.prompt_tokens)
+        .max()
+        .unwrap_or(0);
+    Some(format!(
+        "note: both arms planned the same steps in every measured round (largest prompt {largest} \
+         tokens, prefill chunk {} and {}): {vary} could not make a difference on this workload; \
+         longer prompts or more jobs would let it\n",
+        a.config.engine.prefill_chunk, b.config.engine.prefill_chunk
+    ))
 }
 
 /// The HTML page of an A/B pair: the decision in one sentence, then the `ab` screen itself.

@@ -169,6 +169,10 @@ fn an_ab_of_engine_budgets_runs_on_one_model_load() {
         "{screen}"
     );
     assert!(support::has(&screen, "note: quiet room"), "{screen}");
+    assert!(
+        !screen.contains("planned the same steps"),
+        "2-token chunks change the plan: {screen}"
+    );
     let file = read(std::path::Path::new(o));
     let (ra, rb) = (&file.runs[0], &file.runs[1]);
     assert_eq!(
@@ -608,4 +612,38 @@ fn calibrate_measures_the_noise_floor_and_ab_warns_below_it() {
     );
     assert!(support::has(&err, "moved up to 50.0 %"), "{err}");
     fails(&["calibrate", "--pairs", "1", "--model", m], &["--pairs"]);
+}
+
+#[test]
+fn an_ab_of_policies_that_planned_the_same_steps_says_so() {
+    // One job: nothing competes with its prefill, so every policy plans the same steps.
+    let dir = tempfile::tempdir().unwrap();
+    let (m, wl) = (tiny(dir.path()), workload(dir.path(), WORKLOAD));
+    let o = dir.path().join("ab.json");
+    let (m, wl, o) = (
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        o.to_str().unwrap(),
+    );
+    let mut a = vec![
+        "ab",
+        "--vary",
+        "schedule=fifo,decode-first",
+        "--rounds",
+        "3",
+    ];
+    a.extend(["--jobs", "1", "--threads", "1"]);
+    a.extend(args(m, wl, o));
+    let screen = ok(&a);
+    assert!(
+        support::has(
+            &screen,
+            "both arms planned the same steps in every measured round"
+        ),
+        "{screen}"
+    );
+    assert!(
+        support::has(&screen, "schedule could not make a difference"),
+        "{screen}"
+    );
 }

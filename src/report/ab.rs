@@ -215,6 +215,28 @@ pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
             );
         }
     }
+    for run in [a, b] {
+        for s in run
+            .summary()
+            .levels
+            .iter()
+            .filter(|s| s.spec.spec_proposed > 0)
+        {
+            let f = &s.spec;
+            let _ = writeln!(
+                out,
+                "speculation, {} at {}: accepted {} token-weighted (per request median {}, \
+                 lowest {}), {} tokens per verify",
+                arm_name(run),
+                super::plural(s.jobs, "job"),
+                super::percent(f.spec_acceptance, 0),
+                super::percent(f.spec_acceptance_request_median, 0),
+                super::percent(f.spec_acceptance_request_lowest, 0),
+                f.spec_accepted_len
+                    .map_or("n/a".into(), |v| format!("{v:.2}")),
+            );
+        }
+    }
     if let Some(note) = same_plans(a, b) {
         out += &note;
     }

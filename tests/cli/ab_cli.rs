@@ -257,6 +257,11 @@ fn speculation_and_load_mode_are_variables_and_greedy_output_stays() {
                 Some("lookup"),
                 "{vary}"
             );
+            // Each arm that drafted shows its acceptance (spec=none's arm A drafts nothing).
+            let lines = screen.matches("speculation, ").count();
+            let want = if vary.starts_with("spec-k") { 2 } else { 1 };
+            assert_eq!(lines, want, "{vary}: {screen}");
+            assert!(screen.contains("tokens per verify"), "{screen}");
         }
     }
     // A key the hand-written table never had: the flag's own parser, and sampling may drift.

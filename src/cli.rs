@@ -64,7 +64,7 @@ fn ab_help() -> String {
 
 fn run_help() -> String {
     bench_help(
-        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n  tokfire run --workload code --spec lookup --spec-k 4 --lookup-ngram 1..3\n  tokfire run --workload chat --spec layerskip:20 --spec-k 3\n  tokfire run --jobs 3 --schedule decode-first --profile\n  tokfire run --dtype f32 --spec draft:smollm2-135m-instruct-q4_1 --jobs 3\n  tokfire run --workload shared-prefix --prefix-cache on   # cold and cached prompts apart\n",
+        "  tokfire run --jobs 2\n  tokfire run --jobs 3 --workload code --format md\n  tokfire run --workload my.toml --rounds 5 --exit-code   # exit 1 unless comfortable\n  tokfire run --workload code --spec lookup --spec-k 4 --lookup-ngram 1..3\n  tokfire run --workload chat --spec layerskip:20 --spec-k 3\n  tokfire run --spec synthetic:0.8 --spec-k 3   # speedup at a controlled acceptance\n  tokfire run --jobs 3 --schedule decode-first --profile\n  tokfire run --dtype f32 --spec draft:smollm2-135m-instruct-q4_1 --jobs 3\n  tokfire run --workload shared-prefix --prefix-cache on   # cold and cached prompts apart\n",
     )
 }
 
@@ -324,14 +324,17 @@ pub struct BenchArgs {
     #[arg(long, value_name = "TEXT")]
     pub note: Vec<String>,
     /// Speculative decoding: none, lookup (prompt lookup drafting), layerskip:L (the model's
-    /// first L layers draft), draft:MODEL (a second model with the same vocabulary) or mtp (the
-    /// checkpoint's own nextn layers). Greedy output is exactly the output without speculation;
-    /// with --temperature > 0 drafts are verified by rejection sampling. A --spec run also runs
-    /// --spec none on the same model, rounds interleaved, unless --no-baseline.
+    /// first L layers draft), draft:MODEL (a second model with the same vocabulary), mtp (the
+    /// checkpoint's own nextn layers) or synthetic:RATE[,RATE…] (drafts the greedy output of an
+    /// untimed reference pass, keeping draft position i with the i-th rate given the ones
+    /// before it: real verify forwards at a controlled acceptance; greedy only). Greedy output
+    /// is exactly the output without speculation; with --temperature > 0 drafts are verified by
+    /// rejection sampling. A --spec run also runs --spec none on the same model, rounds
+    /// interleaved, unless --no-baseline.
     #[arg(
         long,
         default_value = "none",
-        value_name = "none|lookup|layerskip:L|draft:MODEL|mtp"
+        value_name = "none|lookup|layerskip:L|draft:MODEL|mtp|synthetic:RATE"
     )]
     pub spec: String,
     /// Tokens proposed per sequence per step when speculating.

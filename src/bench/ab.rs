@@ -109,6 +109,33 @@ pub struct Hooks<'a> {
 struct Models<'a> {
     target: [&'a Loaded; 2],
     draft: [Option<&'a Loaded>; 2],
+    /// The reference pass of an arm with `--spec synthetic:`.
+    reference: [Option<&'a crate::spec::synthetic::Reference>; 2],
+}
+
+/// Arm `arm`'s round settings.
+fn arm_setup<'a>(
+    arm: usize,
+    cfgs: &'a [RunConfig; 2],
+    models: &Models<'a>,
+    runtimes: &'a [Runtime; 2],
+    scheduler: crate::engine::scheduler::SchedulerConfig,
+    workload: &'a Workload,
+    stop: Option<&'a std::sync::atomic::AtomicUsize>,
+) -> RoundSetup<'a> {
+    RoundSetup {
+        runtime: &runtimes[arm],
+        loaded: models.target[arm],
+        workload,
+        scheduler,
+        sampling: cfgs[arm].sampling.clone(),
+        max_tokens: cfgs[arm].max_tokens,
+        stop,
+        spec: cfgs[arm].spec.clone(),
+        draft: models.draft[arm],
+        reference: models.reference[arm],
+        think: cfgs[arm].think,
+    }
 }
 
 struct ArmState {
@@ -272,9 +299,20 @@ fn run_arms(
         super::spec_setup::prepare(&cfgs[0], loaded[0], &mut records[0])?,
         super::spec_setup::prepare(&cfgs[1], loaded[1], &mut records[1])?,
     ];
-    let models = Models {
+    let before = Models {
         target: loaded,
         draft: [drafts[0].as_ref(), drafts[1].as_ref()],
+        reference: [None, None],
+    };
+    let mut references = [None, None];
+    for (arm, reference) in references.iter_mut().enumerate() {
+        let scheduler = records[arm].scheduler.config();
+        let setup = arm_setup(arm, cfgs, &before, &runtimes, scheduler, workload, stop);
+        *reference = super::spec_setup::reference(&setup, &mut records[arm])?;
+    }
+    let models = Models {
+        reference: [references[0].as_ref(), references[1].as_ref()],
+        ..before
     };
     let mut states: Vec<ArmState> = records
         .drain(..)
@@ -337,18 +375,8 @@ fn rounds(
         while seq < order.len() {
             let arm = order[seq];
             let warmup = seq < 2 * warm;
-            let setup = RoundSetup {
-                runtime: &runtimes[arm],
-                loaded: models.target[arm],
-                workload,
-                scheduler: states[arm].record.scheduler.config(),
-                sampling: cfgs[arm].sampling.clone(),
-                max_tokens: cfgs[arm].max_tokens,
-                stop,
-                spec: cfgs[arm].spec.clone(),
-                draft: models.draft[arm],
-                think: cfgs[arm].think,
-            };
+            let scheduler = states[arm].record.scheduler.config();
+            let setup = arm_setup(arm, cfgs, models, runtimes, scheduler, workload, stop);
             let done_here = states[arm].record.levels[0]
                 .rounds
                 .iter()

@@ -23,6 +23,7 @@ pub(crate) fn setup<'a>(spec: &RoundSetup<'a>) -> RoundSetup<'a> {
         stop: spec.stop,
         spec: without_speculation(&spec.spec),
         draft: None,
+        reference: None,
         think: spec.think,
     }
 }

@@ -31,6 +31,8 @@ pub struct RoundSetup<'a> {
     pub spec: crate::config::spec::SpecConfig,
     /// The loaded draft model of `--spec draft:MODEL`.
     pub draft: Option<&'a Loaded>,
+    /// The reference pass of `--spec synthetic:`.
+    pub reference: Option<&'a crate::spec::synthetic::Reference>,
     /// Think time and stagger of the jobs (lockstep by default).
     pub think: crate::config::think::ThinkConfig,
 }
@@ -44,6 +46,8 @@ pub struct RoundOutput {
     pub job_of: HashMap<RequestId, usize>,
     /// The drafter's KV high-water mark, bytes (0 without a drafter that keeps a cache).
     pub peak_draft_kv_bytes: u64,
+    /// Every finished request's prompt followed by its output, token ids, in finishing order.
+    pub transcripts: Vec<Vec<u32>>,
 }
 
 struct Active {
@@ -92,6 +96,9 @@ struct Driver<'a, 's> {
     done: Vec<Finished>,
     stop: Vec<u32>,
     pacer: super::think::Pacer,
+    /// Each submitted request's prompt; on finishing, prompt and output move to `transcripts`.
+    prompts: HashMap<RequestId, Vec<u32>>,
+    transcripts: Vec<Vec<u32>>,
 }
 
 impl<'a, 's> Driver<'a, 's> {
@@ -130,6 +137,7 @@ impl<'a, 's> Driver<'a, 's> {
         self.next_id += 1;
         active.requests.push(id);
         self.owner.insert(id, job);
+        self.prompts.insert(id, prompt.clone());
         self.engine.submit(Request {
             id,
             prompt,
@@ -142,6 +150,9 @@ impl<'a, 's> Driver<'a, 's> {
     fn on_finished(&mut self, id: RequestId, reason: FinishReason) -> Result<usize, EngineError> {
         let job = self.owner[&id];
         let ids = self.engine.output(id).unwrap_or_default().to_vec();
+        let mut transcript = self.prompts.remove(&id).unwrap_or_default();
+        transcript.extend_from_slice(&ids);
+        self.transcripts.push(transcript);
         let text = self
             .setup
             .loaded
@@ -200,12 +211,16 @@ pub fn run_round(
         done: Vec::new(),
         stop: setup.loaded.tokenizer.info.eos_id.into_iter().collect(),
         pacer: super::think::Pacer::new(setup.think),
+        prompts: HashMap::new(),
+        transcripts: Vec::new(),
     };
-    let draft = setup.draft.map(|d| &d.model);
-    let prefix = setup.scheduler.prefix_cache_tokens;
-    if let Some(drafter) =
-        crate::spec::drafter_with(&setup.spec, &setup.loaded.model, draft, prefix)?
-    {
+    let sources = crate::spec::Sources {
+        draft: setup.draft.map(|d| &d.model),
+        reference: setup.reference,
+        seed: setup.sampling.seed,
+        prefix_tokens: setup.scheduler.prefix_cache_tokens,
+    };
+    if let Some(drafter) = crate::spec::drafter_with(&setup.spec, &setup.loaded.model, sources)? {
         d.engine.set_speculation(drafter, setup.spec.k)?;
     }
     let start = Instant::now();
@@ -253,6 +268,7 @@ pub fn run_round(
         peak_kv_bytes: peak_kv,
         job_of: d.owner,
         peak_draft_kv_bytes: d.engine.drafter_peak_kv_bytes() as u64,
+        transcripts: d.transcripts,
     })
 }
 

@@ -1,16 +1,19 @@
 //! Before the first round of a speculative run: loads the draft model of `--spec draft:MODEL`
 //! (refusing one whose vocabulary differs from the target's), checks that `--spec mtp` has the
 //! layers it needs, and records the drafter's identity and extra memory, whose KV high-water
-//! mark each round then raises.
+//! mark each round then raises. For `--spec synthetic:` it runs the reference pass.
 
-use super::round::RoundOutput;
+use std::time::Instant;
+
+use super::round::{run_round, RoundOutput, RoundSetup};
 use crate::bench::error::BenchError;
 use crate::config::run::RunConfig;
 use crate::config::spec::SpecMethod;
 use crate::model::Loaded;
 use crate::record::spec::DrafterInfo;
 use crate::record::RunRecord;
-use crate::spec::{mtp, second_model};
+use crate::spec::synthetic::Reference;
+use crate::spec::{mtp, second_model, Sources};
 
 /// The loaded draft model, if the run drafts with one; fills `record.drafter`.
 pub(crate) fn prepare(
@@ -46,10 +49,16 @@ pub(crate) fn prepare(
             info.weight_bytes = mtp::block_bytes(target.path.path(), cfg.model.dtype)?;
             None
         }
-        SpecMethod::Lookup | SpecMethod::LayerSkip { .. } => None,
+        SpecMethod::Lookup | SpecMethod::LayerSkip { .. } | SpecMethod::Synthetic { .. } => None,
     };
     // Builds the drafter once now so that bad settings fail before the first round.
-    crate::spec::drafter_with(spec, &target.model, draft.as_ref().map(|d| &d.model), 0)?;
+    let empty = Reference::default();
+    let sources = Sources {
+        draft: draft.as_ref().map(|d| &d.model),
+        reference: Some(&empty),
+        ..Default::default()
+    };
+    crate::spec::drafter_with(spec, &target.model, sources)?;
     record.drafter = Some(info);
     Ok(draft)
 }
@@ -59,4 +68,26 @@ pub(crate) fn note_round(record: &mut RunRecord, out: &RoundOutput) {
     if let Some(d) = record.drafter.as_mut() {
         d.peak_kv_bytes = d.peak_kv_bytes.max(out.peak_draft_kv_bytes);
     }
+}
+
+/// For `--spec synthetic:`: the reference pass, one `--spec none` round at 1 job on `setup`'s
+/// model and workload (untimed, before any warm-up), whose greedy transcripts the synthetic
+/// drafter proposes from; its duration and size go into `record.drafter`. None for any other
+/// drafter.
+pub(crate) fn reference(
+    setup: &RoundSetup<'_>,
+    record: &mut RunRecord,
+) -> Result<Option<Reference>, BenchError> {
+    if !matches!(setup.spec.method, SpecMethod::Synthetic { .. }) {
+        return Ok(None);
+    }
+    let started = Instant::now();
+    let out = run_round(&super::baseline::setup(setup), 1, |_, _| {})?;
+    if let Some(d) = record.drafter.as_mut() {
+        d.reference_s = Some(started.elapsed().as_secs_f64());
+        d.reference_requests = Some(out.transcripts.len());
+    }
+    Ok(Some(Reference {
+        transcripts: out.transcripts,
+    }))
 }

@@ -53,7 +53,7 @@ pub(crate) fn run(
         .and_then(|(rt, loaded, energy)| {
             let draft = super::spec_setup::prepare(cfg, &loaded, &mut record)?;
             writer.save(&record)?;
-            let setup = RoundSetup {
+            let before = RoundSetup {
                 runtime: &rt,
                 loaded: &loaded,
                 workload: &workload,
@@ -63,7 +63,13 @@ pub(crate) fn run(
                 stop: hooks.stop,
                 spec: cfg.spec.clone(),
                 draft: draft.as_ref(),
+                reference: None,
                 think: cfg.think,
+            };
+            let reference = super::spec_setup::reference(&before, &mut record)?;
+            let setup = RoundSetup {
+                reference: reference.as_ref(),
+                ..before
             };
             levels(
                 cfg,

@@ -196,6 +196,9 @@ pub fn render(
         out += &format!("{side} machine: {line}\n");
     }
     out += &report::ab::side_by_side(&old.summary().levels, &new.summary().levels);
+    for c in report::baseline::collapse_between(old, new, "the old run") {
+        out += &c;
+    }
     let judging = Judging {
         expect,
         min_effect,

@@ -9,7 +9,7 @@ use crate::error::ConfigError;
 pub const DEFAULT_K: usize = 4;
 
 /// Which drafter proposes tokens.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum SpecMethod {
     /// No speculation: one token per decode step.
@@ -24,10 +24,18 @@ pub enum SpecMethod {
     Draft { model: String },
     /// The checkpoint's own multi-token-prediction (`nextn`) layers.
     Mtp,
+    /// Synthetic acceptance: proposes the greedy output itself (from a reference pass) and
+    /// spoils draft position i with probability 1 − `rates[i]` (the last rate repeats), so the
+    /// verify forwards are real and the acceptance is the one asked for.
+    Synthetic { rates: Vec<f64> },
 }
 
+/// Most per-position rates `--spec synthetic:` takes.
+pub const MAX_SYNTHETIC_RATES: usize = 16;
+
 impl SpecMethod {
-    /// Parses `--spec`: `none`, `lookup`, `layerskip:L`, `draft:MODEL` or `mtp`.
+    /// Parses `--spec`: `none`, `lookup`, `layerskip:L`, `draft:MODEL`, `mtp` or
+    /// `synthetic:RATE[,RATE…]`.
     pub fn parse(s: &str) -> Result<Self, ConfigError> {
         let t = s.trim();
         let (name, arg) = t.split_once(':').unwrap_or((t, ""));
@@ -56,10 +64,23 @@ impl SpecMethod {
                 s,
                 "draft needs a model (anything --model accepts), e.g. --spec draft:smollm2-135m-instruct-q4_1",
             )),
+            "synthetic" => parse_rates(arg)
+                .map(|rates| Self::Synthetic { rates })
+                .ok_or_else(|| {
+                    ConfigError::flag(
+                        "--spec",
+                        s,
+                        format!(
+                            "synthetic needs 1 to {MAX_SYNTHETIC_RATES} acceptance rates in 0..1 \
+                             separated by commas, e.g. --spec synthetic:0.8 or synthetic:0.9,0.7"
+                        ),
+                    )
+                }),
             _ => Err(ConfigError::flag(
                 "--spec",
                 s,
-                "unknown drafter; expected none, lookup, layerskip:L, draft:MODEL or mtp",
+                "unknown drafter; expected none, lookup, layerskip:L, draft:MODEL, mtp or \
+                 synthetic:RATE",
             )),
         }
     }
@@ -72,12 +93,27 @@ impl SpecMethod {
             Self::LayerSkip { layers } => format!("layerskip:{layers}"),
             Self::Draft { model } => format!("draft:{model}"),
             Self::Mtp => "mtp".into(),
+            Self::Synthetic { rates } => {
+                let r: Vec<String> = rates.iter().map(|r| r.to_string()).collect();
+                format!("synthetic:{}", r.join(","))
+            }
         }
     }
 }
 
+/// The rates of `synthetic:R1,R2…`: each finite in 0..=1, 1 to [`MAX_SYNTHETIC_RATES`] of them.
+fn parse_rates(arg: &str) -> Option<Vec<f64>> {
+    let rates: Vec<f64> = arg
+        .split(',')
+        .map(|r| r.trim().parse::<f64>().ok())
+        .collect::<Option<_>>()?;
+    let ok = |r: &f64| r.is_finite() && (0.0..=1.0).contains(r);
+    (!rates.is_empty() && rates.len() <= MAX_SYNTHETIC_RATES && rates.iter().all(ok))
+        .then_some(rates)
+}
+
 /// The speculation settings of a run (`--spec`, `--spec-k`, `--lookup-ngram`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpecConfig {
     pub method: SpecMethod,
     /// Most tokens proposed per sequence per step.
@@ -106,14 +142,17 @@ impl Default for SpecConfig {
 
 impl SpecConfig {
     /// Checks `--spec-k` and `--lookup-ngram` (any temperature: sampled decoding verifies by
-    /// rejection sampling).
-    pub fn validate(&self, _temperature: f64) -> Result<(), ConfigError> {
+    /// rejection sampling), and that synthetic acceptance runs greedy with no more rates than k.
+    pub fn validate(&self, temperature: f64) -> Result<(), ConfigError> {
         if self.k == 0 {
             return Err(ConfigError::flag(
                 "--spec-k",
                 "0",
                 "propose at least 1 token per step, e.g. --spec-k 4 (or --spec none)",
             ));
+        }
+        if let SpecMethod::Synthetic { rates } = &self.method {
+            synthetic_fits(rates, self.k, temperature)?;
         }
         let (lo, hi) = self.ngram;
         if lo == 0 || hi < lo {
@@ -130,6 +169,34 @@ impl SpecConfig {
     pub fn runs_baseline(&self) -> bool {
         self.method != SpecMethod::None && !self.no_baseline
     }
+}
+
+/// Synthetic acceptance proposes the greedy output, so it needs greedy decoding; a rate list
+/// longer than `--spec-k` names positions that are never drafted.
+fn synthetic_fits(rates: &[f64], k: usize, temperature: f64) -> Result<(), ConfigError> {
+    let label = SpecMethod::Synthetic {
+        rates: rates.to_vec(),
+    }
+    .label();
+    if temperature > 0.0 {
+        return Err(ConfigError::flag(
+            "--spec",
+            label,
+            "synthetic acceptance drafts the greedy output, so it needs --temperature 0",
+        ));
+    }
+    if rates.len() > k {
+        return Err(ConfigError::flag(
+            "--spec",
+            label,
+            format!(
+                "{} per-position rates but --spec-k {k} drafts {k} positions; give at most {k} \
+                 rates or raise --spec-k",
+                rates.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses `--lookup-ngram MIN..MAX` (or a single `N`).

@@ -89,6 +89,13 @@ pub struct DrafterInfo {
     /// Largest KV-cache bytes the drafter held at once over every round, bytes.
     #[serde(default)]
     pub peak_kv_bytes: u64,
+    /// `--spec synthetic:`: the untimed reference pass (one `--spec none` round at 1 job) that
+    /// gave the drafter the greedy output, wall clock seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_s: Option<f64>,
+    /// `--spec synthetic:`: requests the reference pass generated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_requests: Option<usize>,
 }
 
 /// A level's speculation figures, over its measured rounds (none without speculation).
@@ -174,3 +181,20 @@ fn per_request(s: &SpecSample, f: impl Fn(&RequestSpec) -> Option<f64>) -> Vec<f
 #[cfg(test)]
 #[path = "spec_tests.rs"]
 mod tests;
+
+/// The collapse guard's rule: acceptance below this share of what the same drafter reached on
+/// its reference …
+pub const COLLAPSE_SHARE: f64 = 0.8;
+/// … and at least this much lower (absolute), so that a drafter at 4 % against 5 % is noise.
+pub const COLLAPSE_POINTS: f64 = 0.05;
+/// The rule in words, for the screens.
+pub const COLLAPSE_RULE: &str = "collapsed: below 4/5 of it and at least 5 points lower";
+
+/// Whether token-weighted acceptance `got` collapsed against `reached`, the same drafter's on
+/// its reference (the run's fewest-jobs level, or the older run of a comparison).
+pub fn collapsed(got: Option<f64>, reached: Option<f64>) -> bool {
+    match (got, reached) {
+        (Some(g), Some(r)) => g < COLLAPSE_SHARE * r && r - g >= COLLAPSE_POINTS,
+        _ => false,
+    }
+}

@@ -237,6 +237,9 @@ pub fn screen(a: &RunRecord, b: &RunRecord) -> String {
             );
         }
     }
+    for c in super::baseline::collapse_between(a, b, &arm_name(a)) {
+        out += &c;
+    }
     if let Some(note) = same_plans(a, b) {
         out += &note;
     }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use super::plural;
 use crate::config::spec::{SpecConfig, SpecMethod};
+use crate::record::spec::{collapsed, COLLAPSE_RULE};
 use crate::record::summary::RunSummary;
 use crate::record::RunRecord;
 
@@ -96,6 +97,9 @@ pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
             n => format!("its KV peak {}", crate::report::bytes(n)),
         };
         let _ = writeln!(out, "  drafter: {weights}; {kv}");
+        if let Some(line) = synthetic_line(spec, dr) {
+            out += &line;
+        }
     }
     for l in &d.levels {
         let s = &l.spec;
@@ -143,7 +147,89 @@ pub(crate) fn section(run: &RunRecord, d: &RunSummary) -> String {
         );
         out += &line;
     }
+    for c in collapse_within(run, d) {
+        out += "  ";
+        out += &c;
+    }
     out
+}
+
+/// For `--spec synthetic:`: where its drafts come from and the acceptance to expect.
+fn synthetic_line(spec: &SpecConfig, dr: &crate::record::spec::DrafterInfo) -> Option<String> {
+    let SpecMethod::Synthetic { rates } = &spec.method else {
+        return None;
+    };
+    let expected = crate::spec::synthetic::expected_acceptance(rates, spec.k);
+    let pass = match (dr.reference_requests, dr.reference_s) {
+        (Some(n), Some(s)) => format!("{} in {s:.2} s, untimed", plural(n, "request")),
+        _ => "not recorded".into(),
+    };
+    Some(format!(
+        "  synthetic: drafts the greedy output of a reference pass ({pass}); position i kept \
+         with rate(i) given the ones before: {} token-weighted expected when all {} are drafted\n",
+        super::percent(expected, 0),
+        plural(spec.k, "position"),
+    ))
+}
+
+/// The collapse guard within a run: each level whose token-weighted acceptance collapsed
+/// against the same drafter's at the run's fewest-jobs level (rule: [`COLLAPSE_RULE`]).
+pub(crate) fn collapse_within(run: &RunRecord, d: &RunSummary) -> Vec<String> {
+    if run.config.spec.method == SpecMethod::None {
+        return Vec::new();
+    }
+    let Some(first) = d.levels.iter().min_by_key(|l| l.jobs) else {
+        return Vec::new();
+    };
+    let reached = first.spec.spec_acceptance;
+    d.levels
+        .iter()
+        .filter(|l| l.jobs != first.jobs && collapsed(l.spec.spec_acceptance, reached))
+        .map(|l| {
+            collapse_line(
+                l.jobs,
+                l.spec.spec_acceptance,
+                reached,
+                &format!("at {}", plural(first.jobs, "job")),
+            )
+        })
+        .collect()
+}
+
+/// The collapse guard between two runs of the same drafter (the same `--spec` and
+/// `--spec-k`): each level both measured whose acceptance in `new` collapsed against `old`'s.
+pub(crate) fn collapse_between(old: &RunRecord, new: &RunRecord, old_name: &str) -> Vec<String> {
+    let (so, sn) = (&old.config.spec, &new.config.spec);
+    if sn.method == SpecMethod::None || so.method != sn.method || so.k != sn.k {
+        return Vec::new();
+    }
+    let olds = old.summary().levels;
+    new.summary()
+        .levels
+        .iter()
+        .filter_map(|l| {
+            let o = olds.iter().find(|o| o.jobs == l.jobs)?;
+            collapsed(l.spec.spec_acceptance, o.spec.spec_acceptance).then(|| {
+                collapse_line(
+                    l.jobs,
+                    l.spec.spec_acceptance,
+                    o.spec.spec_acceptance,
+                    &format!("in {old_name}"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn collapse_line(jobs: usize, got: Option<f64>, reached: Option<f64>, there: &str) -> String {
+    format!(
+        "speculation: acceptance COLLAPSED at {}: {} token-weighted against {} {there} with the \
+         same drafter ({COLLAPSE_RULE}); a slower speed there is the drafter missing, not the \
+         cost of verifying\n",
+        plural(jobs, "job"),
+        super::percent(got, 0),
+        super::percent(reached, 0),
+    )
 }
 
 /// `0 ×12 · 1 ×5 · 2 ×3`: verifies by drafted tokens kept; `n/a` in records without it.

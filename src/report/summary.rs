@@ -174,6 +174,9 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
         }
     }
     line(&mut out, "verdict:", d.verdict.line.clone());
+    for c in super::baseline::collapse_within(run, d) {
+        line(&mut out, "", c.trim_end().to_string());
+    }
     line(&mut out, "command:", command_line(&run.command));
     out
 }

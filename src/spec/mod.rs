@@ -14,6 +14,7 @@ pub mod model_drafter;
 pub mod mtp;
 pub mod rejection;
 pub mod second_model;
+pub mod synthetic;
 pub mod verify;
 
 pub use crate::config::spec::{parse_ngram, SpecConfig, SpecMethod, DEFAULT_K};
@@ -58,23 +59,36 @@ pub trait Drafter {
     }
 }
 
+/// What a drafter may draw on beyond the target model.
+#[derive(Default, Clone, Copy)]
+pub struct Sources<'m> {
+    /// The loaded draft model of `--spec draft:MODEL` (required for it).
+    pub draft: Option<&'m Model>,
+    /// The reference pass of `--spec synthetic:` (required for it).
+    pub reference: Option<&'m synthetic::Reference>,
+    /// The run's `--seed` (synthetic acceptance's coins).
+    pub seed: u64,
+    /// A drafter with KV of its own keeps a prefix cache of this many tokens (0: none, as the
+    /// engine's).
+    pub prefix_tokens: usize,
+}
+
 /// The drafter these settings ask for on `target` (none for `--spec none`); refuses a
 /// layer-skip that would keep every layer (that is no speculation, only overhead).
 pub fn drafter<'m>(
     cfg: &SpecConfig,
     target: &'m Model,
 ) -> Result<Option<Box<dyn Drafter + 'm>>, EngineError> {
-    drafter_with(cfg, target, None, 0)
+    drafter_with(cfg, target, Sources::default())
 }
 
-/// [`drafter`] with the loaded draft model of `--spec draft:MODEL` (required for it); a drafter
-/// with KV of its own keeps a prefix cache of `prefix_tokens` (0: none, as the engine's).
+/// [`drafter`] with what `from` holds (a draft model, a reference pass, a prefix cache).
 pub fn drafter_with<'m>(
     cfg: &SpecConfig,
     target: &'m Model,
-    draft: Option<&'m Model>,
-    prefix_tokens: usize,
+    from: Sources<'m>,
 ) -> Result<Option<Box<dyn Drafter + 'm>>, EngineError> {
+    let (draft, prefix_tokens) = (from.draft, from.prefix_tokens);
     Ok(match &cfg.method {
         SpecMethod::None => None,
         SpecMethod::Lookup => Some(Box::new(lookup::Lookup::new(cfg.ngram.0, cfg.ngram.1))),
@@ -89,6 +103,14 @@ pub fn drafter_with<'m>(
             ))
         }
         SpecMethod::Mtp => Some(Box::new(mtp::MtpDrafter::new(target)?)),
+        SpecMethod::Synthetic { rates } => {
+            let reference = from.reference.ok_or_else(|| {
+                EngineError::Bug("--spec synthetic: no reference pass was run".into())
+            })?;
+            Some(Box::new(synthetic::Synthetic::new(
+                rates, from.seed, reference,
+            )))
+        }
         &SpecMethod::LayerSkip { layers } => {
             let Some(target) = target.as_llama() else {
                 return Err(EngineError::Refused(format!(

@@ -249,3 +249,85 @@ fn real_models_without_a_shared_vocabulary_or_mtp_layers_are_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn synthetic_acceptance_keeps_the_output_and_a_collapse_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let wl = workload(dir.path(), WORKLOAD);
+    let out = dir.path().join("syn.json");
+    let o = out.to_str().unwrap();
+    let mut a = vec![
+        "sweep",
+        "--jobs",
+        "1,2",
+        "--spec",
+        "synthetic:0.9,0.6",
+        "--spec-k",
+        "3",
+    ];
+    a.extend(FEW);
+    a.extend(args(m.to_str().unwrap(), wl.to_str().unwrap(), o));
+    let res = tokfire().args(&a).output().unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    assert!(
+        support::has(&stdout, "synthetic: drafts the greedy output"),
+        "{stdout}"
+    );
+    // Expected: (0.9 + 0.54 + 0.324) / 3 = 58.8 %.
+    assert!(
+        support::has(&stdout, "59 % token-weighted expected"),
+        "{stdout}"
+    );
+    let file = read(&out);
+    let run = &file.runs[0];
+    let d = run.drafter.as_ref().unwrap();
+    assert!(
+        d.reference_requests.is_some_and(|n| n > 0) && d.reference_s.is_some(),
+        "{d:?}"
+    );
+    for l in &run.summary.as_ref().unwrap().levels {
+        assert_eq!(l.spec.baseline.spec_outputs_identical, "yes");
+        assert!(l.spec.spec_accepted > 0 && l.spec.spec_accepted < l.spec.spec_proposed);
+    }
+    assert!(!support::has(&stdout, "COLLAPSED"), "{stdout}");
+
+    // The 2-job level's acceptance falls to a third: the report and compare name it.
+    let mut bad = file.clone();
+    let levels = &mut bad.runs[0].summary.as_mut().unwrap().levels;
+    let first = levels[0].spec.spec_acceptance.unwrap();
+    levels[1].spec.spec_acceptance = Some(first / 3.0);
+    let bad_path = dir.path().join("collapsed.json");
+    std::fs::write(&bad_path, serde_json::to_string(&bad).unwrap()).unwrap();
+    let text = support::ok(&["report", bad_path.to_str().unwrap()]);
+    assert!(
+        support::has(&text, "acceptance COLLAPSED at 2 jobs") && support::has(&text, "at 1 job"),
+        "{text}"
+    );
+    let text = support::ok(&["compare", o, bad_path.to_str().unwrap()]);
+    assert!(
+        support::has(&text, "acceptance COLLAPSED at 2 jobs") && support::has(&text, "in the old"),
+        "{text}"
+    );
+}
+
+#[test]
+fn synthetic_acceptance_is_refused_with_sampling() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let wl = workload(dir.path(), WORKLOAD);
+    let out = dir.path().join("x.json");
+    let mut a = vec!["run", "--spec", "synthetic:0.8", "--temperature", "0.7"];
+    a.extend(args(
+        m.to_str().unwrap(),
+        wl.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ));
+    let err = fails(&a);
+    assert!(support::has(&err, "--temperature 0"), "{err}");
+}

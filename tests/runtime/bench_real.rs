@@ -30,6 +30,7 @@ fn three_jobs_give_the_same_outputs_as_one_and_really_batch() {
         stop: None,
         spec: Default::default(),
         draft: None,
+        reference: None,
         think: Default::default(),
     };
     let one = run_round(&setup, 1, |_, _| {}).unwrap().record;

@@ -155,6 +155,7 @@ fn three_jobs_on_real_weights_have_a_timeline_that_adds_up_under_every_policy() 
             stop: None,
             spec: Default::default(),
             draft: None,
+            reference: None,
             think: Default::default(),
         };
         let out = run_round(&setup, 3, |_, _| {}).unwrap();

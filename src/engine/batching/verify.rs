@@ -155,3 +155,7 @@ impl Engine<'_> {
 #[cfg(test)]
 #[path = "rollback_tests.rs"]
 mod rollback_tests;
+
+#[cfg(test)]
+#[path = "synthetic_tests.rs"]
+mod synthetic_tests;

@@ -38,9 +38,12 @@ use crate::workload::{Outcome, ToolCall, Workload};
 /// Version of the file layout below. 2 added `summary`, `config.headroom` and the
 /// `interrupted` state; 3 added every run's `kind` ([`kind::RunKind`]) and the record types of
 /// their own (`scheduler`, `load.split`); 4 added the `prefill` and `spec-cost` kinds and the
-/// per-request speculation counters. Version 1 to 3 files still load (a summary is derived on
-/// reading, a kind from the payload the run carries; the new fields are absent, read as empty).
-pub(crate) const FORMAT: u32 = 4;
+/// per-request speculation counters; 5 the synthetic drafter's reference pass
+/// (`drafter.reference_*`) and the level's `stall_ms_per_token` in place of `stall_share`
+/// (still read from older files, no longer shown). Version 1 to 4 files still load (a summary
+/// is derived on reading, a kind from the payload the run carries; the new fields are absent,
+/// read as empty).
+pub(crate) const FORMAT: u32 = 5;
 
 /// A results file: every run appended to it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

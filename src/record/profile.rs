@@ -172,8 +172,14 @@ pub struct ProfileFigures {
     pub stall_ms_median: Option<f64>,
     /// Worst stall, ms.
     pub stall_ms_worst: Option<f64>,
-    /// Stall time ÷ decode time (the sum of every inter-token gap).
+    /// Stall time ÷ decode time (the sum of every inter-token gap). Kept for older records
+    /// only: faster decoding raises it, so a better configuration can read worse.
+    #[serde(default, skip_serializing)]
     pub stall_share: Option<f64>,
+    /// Stall time per decoded token (every token after an answer's first), ms: what prompt
+    /// work cost each token of the answers; less waiting reads lower.
+    #[serde(default)]
+    pub stall_ms_per_token: Option<f64>,
     /// Longest gap between two tokens of one answer over measured rounds, ms.
     pub worst_gap_ms: Option<f64>,
 }
@@ -217,6 +223,8 @@ pub(crate) fn figures(rounds: &[&RoundRecord], cfg: &SchedulerRecord) -> Profile
         stall_ms_worst: max(&stall_ms),
         stall_share: (decode_s > 0.0 && !rows.is_empty())
             .then(|| stall_s.iter().sum::<f64>() / decode_s),
+        stall_ms_per_token: (!gaps_ms.is_empty() && !rows.is_empty())
+            .then(|| stall_ms.iter().sum::<f64>() / gaps_ms.len() as f64),
         worst_gap_ms: max(&gaps_ms),
     }
 }

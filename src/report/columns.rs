@@ -284,7 +284,7 @@ pub(crate) const COLUMNS: &[Column] = &[
         value: |s| Value::Num(s.quiet.own_cores),
         text: |s| num(s.quiet.own_cores, 2),
     },
-    profile!("stall_share", "stall share", false, "decode stalls / decode time: time steps with prompt tokens added to running answers' next tokens, over the sum of all inter-token gaps", stall_share, pct),
+    profile!("stall_ms_per_token", "stall ms/token", false, "decode stall time per decoded token (every token after an answer's first): what steps with prompt tokens added to each token of the answers, ms; lower is less waiting", stall_ms_per_token, |v| num(v, 2)),
     Column {
         key: "stalls",
         header: "stalls",

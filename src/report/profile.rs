@@ -27,11 +27,11 @@ const ROWS: &[Row] = &[
     ("KV peak of budget", |p| pct(p.kv_peak_fraction, 1)),
     ("step budget fill", |p| pct(p.budget_fill, 1)),
     ("preemptions", |p| p.preemptions.to_string()),
-    ("decode stalls", |p| p.stalls.to_string()),
-    ("stall med ms", |p| num(p.stall_ms_median, 1, "")),
-    ("stall worst ms", |p| num(p.stall_ms_worst, 1, "")),
-    ("stall share of decode", |p| pct(p.stall_share, 1)),
     ("worst token gap ms", |p| num(p.worst_gap_ms, 0, "")),
+    ("stall worst ms", |p| num(p.stall_ms_worst, 1, "")),
+    ("stall ms per token", |p| num(p.stall_ms_per_token, 2, "")),
+    ("stall med ms", |p| num(p.stall_ms_median, 1, "")),
+    ("decode stalls", |p| p.stalls.to_string()),
 ];
 
 /// The profile screen of a run.
@@ -68,6 +68,7 @@ pub(crate) fn screen(run: &RunRecord) -> String {
         );
     }
     out += "stall: a step with prompt tokens delays each running answer's next token by its time beyond a\n\
-            decode-only step of the same size (a ready answer it skipped, by the whole step).\n";
+            decode-only step of the same size (a ready answer it skipped, by the whole step); per token:\n\
+            stall time over every token after an answer's first. Lower is less waiting on each row.\n";
     super::layout::wrap(&out, super::layout::WIDTH)
 }

@@ -701,6 +701,11 @@ pub struct PrefillArgs {
     /// Seed of the generated prompts.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Also time a fresh process's start on each cell's first prompt: spawn → model loaded →
+    /// warm-up → first token, the model file in the page cache (cells at depth 0 with nothing
+    /// cached; a fresh process holds neither). `tokfire cold` times starts from disk.
+    #[arg(long)]
+    pub cold_start: bool,
     /// Results file the run is appended to [default: OUT_DIR/prefill.json].
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -76,6 +76,8 @@ pub fn run(
         prompt: plan.task.prompt.clone(),
         max_tokens: plan.settings.max_tokens,
         sampling: plan.config.sampling.clone(),
+        ids: None,
+        prefill_chunk: None,
     };
     let spec_json = serde_json::to_string(&spec).expect("specs serialize; this is a bug");
     writer.save(&record)?;
@@ -167,7 +169,7 @@ struct Exit {
 
 /// Starts one child and turns its exit and report into a start (kind and page cache filled in
 /// by the caller); none when a stop request killed it before it finished.
-fn one_start(
+pub(crate) fn one_start(
     exe: &Path,
     spec_json: &str,
     timeout: Duration,

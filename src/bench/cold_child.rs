@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::error::BenchError;
 use crate::config::{ModelConfig, RuntimeConfig, SamplingConfig};
-use crate::engine::generate::{generate, GenerateParams};
+use crate::engine::batching::Engine;
+use crate::engine::generate::{generate_on, one_request, GenerateParams};
 use crate::error::EngineError;
 use crate::measure::{memory, monotonic};
 use crate::model::llama::{LogitRows, SeqInput};
@@ -23,6 +24,12 @@ pub struct ChildSpec {
     /// Output limit, tokens.
     pub max_tokens: usize,
     pub sampling: SamplingConfig,
+    /// Token ids to submit instead of the rendered `prompt` (`prefill --cold-start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ids: Option<Vec<u32>>,
+    /// `--prefill-chunk` of the one-request engine (default: `run`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_chunk: Option<usize>,
 }
 
 /// Runs one start; `main_ns` is the moment `main` began (taken by the caller, first thing).
@@ -36,8 +43,12 @@ pub fn run(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
 fn start(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
     let loaded = crate::model::load(&spec.model)?;
     let loaded_ns = monotonic::now_ns();
-    let text = super::round::render(&loaded, &spec.prompt)?;
-    let ids = loaded.tokenizer.encode(&text)?;
+    let ids = match &spec.ids {
+        Some(ids) => checked_ids(ids, loaded.tokenizer.info.vocab_size)?,
+        None => loaded
+            .tokenizer
+            .encode(&super::round::render(&loaded, &spec.prompt)?)?,
+    };
     let first = *ids.first().ok_or_else(|| {
         EngineError::Refused("the prompt encodes to no tokens; give a non-empty prompt".into())
     })?;
@@ -50,7 +61,12 @@ fn start(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
     };
     let mut first_token_ns = None;
     let mut last_token_ns = 0;
-    let g = generate(&loaded.model, &ids, &params, |_, at| {
+    let mut cfg = one_request(ids.len(), params.max_new, 0);
+    if let Some(chunk) = spec.prefill_chunk.filter(|&c| c > 0) {
+        (cfg.prefill_chunk, cfg.max_batch_tokens) = (chunk, chunk);
+    }
+    let mut engine = Engine::new(&loaded.model, cfg, params.sampling.clone());
+    let g = generate_on(&mut engine, 0, &ids, &params, |_, at| {
         // The engine's stamp of the token, on the system-wide clock.
         let ns = monotonic::now_ns().saturating_sub(at.elapsed().as_nanos() as u64);
         first_token_ns.get_or_insert(ns);
@@ -77,6 +93,16 @@ fn start(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
         output: loaded.tokenizer.decode(&g.tokens)?,
         load_split: loaded.split.as_ref().map(Into::into),
     })
+}
+
+/// Token ids given on the command line, each inside the model's vocabulary.
+fn checked_ids(ids: &[u32], vocab: usize) -> Result<Vec<u32>, EngineError> {
+    match ids.iter().find(|&&id| id as usize >= vocab) {
+        Some(id) => Err(EngineError::Refused(format!(
+            "token id {id} is outside the model's vocabulary of {vocab}"
+        ))),
+        None => Ok(ids.to_vec()),
+    }
 }
 
 /// One forward of one token on a scratch cache, waited for (its logits copied to the host).

@@ -33,6 +33,9 @@ pub struct Grid {
     pub samples: usize,
     pub warmup: usize,
     pub seed: u64,
+    /// `--cold-start`: also time a fresh process's start on each cell's first prompt (cells
+    /// with nothing in the context or the cache: a fresh process holds neither).
+    pub cold_start: bool,
 }
 
 /// One cell: (length, depth, cached %, chunk).
@@ -63,6 +66,8 @@ pub struct PrefillPlan {
     /// What the record names as the workload: the generated prompts (seed and grid).
     pub workload: Workload,
     pub grid: Grid,
+    /// The binary a `--cold-start` child runs (this one).
+    pub exe: std::path::PathBuf,
 }
 
 /// Runs the grid (model steps on its runtime's workers), calling `progress` after each cell;
@@ -83,6 +88,7 @@ pub fn run(
             chunks: g.chunks.clone(),
             samples: g.samples,
             warmup: g.warmup,
+            cold_start: g.cold_start,
             cells: Vec::new(),
         }),
         ..super::sweep::new_record(plan.config.clone(), plan.workload.clone(), command)
@@ -98,7 +104,10 @@ pub fn run(
         |loaded, record, writer, signal| {
             let cells = g.cells();
             for (i, &cell) in cells.iter().enumerate() {
-                let c = run_cell(loaded, g, cell, signal)?;
+                let mut c = run_cell(loaded, g, cell, signal)?;
+                if g.cold_start && c.skipped.is_none() {
+                    c.cold_start = cold_start(plan, loaded, cell, stop)?;
+                }
                 let p = record.prefill_mut().expect("set above; this is a bug");
                 p.cells.push(c.clone());
                 writer.save(record)?;
@@ -124,6 +133,7 @@ fn run_cell(
         samples: Vec::new(),
         skipped: None,
         sentinel: None,
+        cold_start: None,
     };
     let limit = loaded.model.context_length();
     if depth + length + 1 > limit {
@@ -139,8 +149,7 @@ fn run_cell(
         if signal() != 0 {
             return Err(EngineError::Interrupted.into());
         }
-        let mut rng = StdRng::seed_from_u64(sample_seed(g.seed, (length, depth, pct, chunk), i));
-        let prompt = vocab.draw(&mut rng, depth + length);
+        let prompt = prompt_of(&vocab, g.seed, (length, depth, pct, chunk), i);
         let cached = depth + length * pct as usize / 100;
         let s = sample(&loaded.model, &prompt, cached, chunk)?;
         if i >= g.warmup {
@@ -149,6 +158,54 @@ fn run_cell(
     }
     cell.sentinel = Some(seen.until(&crate::measure::sentinel::Snapshot::take()));
     Ok(cell)
+}
+
+/// Sample `i`'s prompt of `cell`: depth + length ids drawn with the sample's own seed.
+fn prompt_of(vocab: &Vocab, seed: u64, cell: Cell, i: usize) -> Vec<u32> {
+    let mut rng = StdRng::seed_from_u64(sample_seed(seed, cell, i));
+    vocab.draw(&mut rng, cell.1 + cell.0)
+}
+
+/// Longest a `--cold-start` child may take, seconds.
+const COLD_START_TIMEOUT_S: u64 = 600;
+
+/// `--cold-start`: a fresh process (this binary's `cold-child`) loads the model, warms up and
+/// prefills the cell's first measured prompt with the cell's chunk, one token generated. The
+/// model file is in the page cache (this process holds it); `tokfire cold` times starts from
+/// disk. Cells with a depth or a cached share get none: a fresh process holds neither.
+fn cold_start(
+    plan: &PrefillPlan,
+    loaded: &Loaded,
+    cell: Cell,
+    stop: Option<&AtomicUsize>,
+) -> Result<Option<Box<crate::record::cold::StartRecord>>, BenchError> {
+    let (_, depth, pct, chunk) = cell;
+    if depth > 0 || pct > 0 {
+        return Ok(None);
+    }
+    let g = &plan.grid;
+    let mut model = plan.config.model.clone();
+    model.model = loaded.path.path().display().to_string();
+    let spec = super::cold_child::ChildSpec {
+        model,
+        runtime: plan.config.runtime,
+        prompt: crate::workload::Prompt::Raw(String::new()),
+        max_tokens: 1,
+        sampling: Default::default(),
+        ids: Some(prompt_of(&Vocab::of(loaded), g.seed, cell, g.warmup)),
+        prefill_chunk: Some(chunk),
+    };
+    let json = serde_json::to_string(&spec).expect("specs serialize; this is a bug");
+    let files = super::sweep::weight_files(&loaded.path);
+    let refs: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+    let residency = crate::measure::pagecache::residency(&refs);
+    let timeout = std::time::Duration::from_secs(COLD_START_TIMEOUT_S);
+    let Some(mut start) = super::cold::one_start(&plan.exe, &json, timeout, stop) else {
+        return Err(EngineError::Interrupted.into());
+    };
+    start.residency = residency;
+    start.kind = crate::record::cold::StartKind::Warm;
+    Ok(Some(Box::new(start)))
 }
 
 /// A sample's own seed: the run's seed, the cell and the sample index mixed (SplitMix64's

@@ -13,6 +13,7 @@ fn grid() -> Grid {
         samples: 3,
         warmup: 1,
         seed: 7,
+        cold_start: false,
     }
 }
 

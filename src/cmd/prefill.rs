@@ -88,6 +88,7 @@ pub(crate) fn plan(args: &PrefillArgs) -> anyhow::Result<PrefillPlan> {
         samples: args.samples,
         warmup: args.warmup,
         seed: args.seed,
+        cold_start: args.cold_start,
     };
     if !(1..=MAX_SAMPLES).contains(&args.samples) {
         let why = format!("1 to {MAX_SAMPLES} (3 or more for a median)");
@@ -116,10 +117,14 @@ pub(crate) fn plan(args: &PrefillArgs) -> anyhow::Result<PrefillPlan> {
         ..grid_config("prefill", &args.model, &args.runtime, out, args.format)?
     };
     let workload = generated_workload(&grid);
+    let exe = std::env::current_exe().map_err(|e| {
+        anyhow::anyhow!("--cold-start: cannot find this program's own file to start it ({e})")
+    })?;
     Ok(PrefillPlan {
         config,
         workload,
         grid,
+        exe,
     })
 }
 

@@ -39,7 +39,7 @@ use crate::workload::{Outcome, ToolCall, Workload};
 /// `interrupted` state; 3 added every run's `kind` ([`kind::RunKind`]) and the record types of
 /// their own (`scheduler`, `load.split`); 4 added the `prefill` and `spec-cost` kinds and the
 /// per-request speculation counters; 5 the synthetic drafter's reference pass
-/// (`drafter.reference_*`) and the level's `stall_ms_per_token` in place of `stall_share`
+/// (`drafter.reference_*`), prefill's `--cold-start` starts and the level's `stall_ms_per_token` in place of `stall_share`
 /// (still read from older files, no longer shown). Version 1 to 4 files still load (a summary
 /// is derived on reading, a kind from the payload the run carries; the new fields are absent,
 /// read as empty).

@@ -22,6 +22,9 @@ pub struct PrefillRecord {
     /// Measured samples per cell, after `warmup` unrecorded ones.
     pub samples: usize,
     pub warmup: usize,
+    /// `--cold-start`: cells at depth 0, nothing cached, also timed a fresh process's start.
+    #[serde(default)]
+    pub cold_start: bool,
     /// The cells as run, in grid order (a stopped run keeps those it finished).
     pub cells: Vec<CellRecord>,
 }
@@ -46,6 +49,10 @@ pub struct CellRecord {
     /// What else the machine did while the cell ran (the OS's counters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sentinel: Option<RoundSentinel>,
+    /// `--cold-start`: a fresh process's start on the cell's first measured prompt (the model
+    /// file in the page cache): spawn → loaded → warm → first token, or why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start: Option<Box<crate::record::cold::StartRecord>>,
 }
 
 /// One measured request: depth + length tokens submitted, one token generated.

@@ -21,6 +21,7 @@ fn cell(length: usize, depth: usize, cached_pct: u32, ttfts: &[f64]) -> CellReco
         samples: ttfts.iter().map(|&t| sample(t, length)).collect(),
         skipped: None,
         sentinel: None,
+        cold_start: None,
     }
 }
 
@@ -33,6 +34,7 @@ fn record(cells: Vec<CellRecord>) -> PrefillRecord {
         chunks: vec![256],
         samples: 3,
         warmup: 1,
+        cold_start: false,
         cells,
     }
 }

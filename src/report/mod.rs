@@ -12,6 +12,7 @@ pub(crate) mod html_sched;
 pub(crate) mod inspect;
 pub(crate) mod layout;
 pub mod prefill;
+pub(crate) mod prefill_cold;
 pub(crate) mod prefix;
 pub(crate) mod profile;
 pub mod session;

@@ -13,7 +13,8 @@ pub fn help() -> String {
     "Examples:\n  \
      tokfire prefill                                   # 128, 512, 2048, 8192 tokens, cold\n  \
      tokfire prefill --lengths 128,512,2048 --depths 0,1024 --cached 0,90\n  \
-     tokfire prefill --lengths 2048 --chunks 64,256,1024 --samples 5\n\n\
+     tokfire prefill --lengths 2048 --chunks 64,256,1024 --samples 5\n  \
+     tokfire prefill --lengths 128,2048 --cold-start      # and a fresh process per cell\n\n\
      Each cell submits DEPTH + LENGTH generated tokens as one request on the engine every verb \
      uses and generates one token. The DEPTH tokens (an earlier turn) and the cached share of \
      the LENGTH tokens are first put in the prefix cache by an unmeasured request, so the \
@@ -32,7 +33,11 @@ pub fn help() -> String {
      linear part (weights) and of the quadratic part (attention). Needs 3 lengths.\n\n\
      Prompts are token ids drawn from the model's vocabulary (special tokens excluded) with \
      --seed, different in every sample, so no sample finds another's prompt cached. The \
-     model loads once; every cell runs --warmup unrecorded samples first."
+     model loads once; every cell runs --warmup unrecorded samples first.\n\n\
+     --cold-start adds, per cell at depth 0 with nothing cached, one start of a fresh process \
+     (this program) on the cell's first measured prompt: main, loaded, warm (one-token \
+     warm-up forward) and first token, seconds after the spawn, with the model file in the \
+     page cache (tokfire cold times starts from disk)."
         .into()
 }
 
@@ -130,6 +135,7 @@ fn notes(run: &RunRecord, p: &PrefillRecord) -> String {
         out += &fit_line(chunk, p.fit(chunk));
         out.push('\n');
     }
+    out += &super::prefill_cold::section(p);
     out += &format!("machine: {}\n", machine_line(p));
     if !matches!(run.status, crate::record::RunStatus::Complete) {
         out += &format!(

@@ -154,3 +154,49 @@ fn bad_grid_flags_are_refused_by_name_before_anything_runs() {
         assert!(!out.exists(), "{flag} {value}: nothing is recorded");
     }
 }
+
+#[test]
+fn cold_start_times_a_fresh_process_on_each_cold_depth_zero_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let out = dir.path().join("c.json");
+    let res = tokfire()
+        .args(["prefill", "--model", m.to_str().unwrap(), "--threads", "1"])
+        .args(["--lengths", "16,48", "--depths", "0,32", "--chunks", "16"])
+        .args(["--samples", "1", "--warmup", "0", "--cold-start"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    support::fits_100(&stdout);
+    assert!(stdout.contains("cold starts (--cold-start)"), "{stdout}");
+    assert!(stdout.contains("fresh TTFT"), "{stdout}");
+    let file = read(&out);
+    let p = file.runs[0].prefill().unwrap();
+    assert!(p.cold_start);
+    for c in &p.cells {
+        let Some(start) = &c.cold_start else {
+            assert!(c.depth > 0, "a depth-0 cold cell without a start: {c:?}");
+            continue;
+        };
+        assert_eq!(c.depth, 0, "a fresh process holds no earlier turn");
+        assert!(start.failure.is_none(), "{:?}", start.failure);
+        assert_eq!((start.prompt_tokens, start.output_tokens), (c.length, 1));
+        let k = start.clocks.unwrap();
+        assert!(
+            0.0 <= k.main_s
+                && k.main_s <= k.loaded_s
+                && k.loaded_s <= k.warm_s
+                && k.warm_s <= k.first_token_s,
+            "{k:?}"
+        );
+    }
+    assert_eq!(p.cells.iter().filter(|c| c.cold_start.is_some()).count(), 2);
+    let text = support::ok(&["report", out.to_str().unwrap()]);
+    assert!(text.contains("fresh TTFT"), "{text}");
+}

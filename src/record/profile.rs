@@ -172,8 +172,9 @@ pub struct ProfileFigures {
     pub stall_ms_median: Option<f64>,
     /// Worst stall, ms.
     pub stall_ms_worst: Option<f64>,
-    /// Stall time ÷ decode time (the sum of every inter-token gap). Kept for older records
-    /// only: faster decoding raises it, so a better configuration can read worse.
+    /// Stall time ÷ decode time (the sum of every inter-token gap), as older records stored
+    /// it; no longer derived or written: faster decoding raised it, so a better configuration
+    /// read worse.
     #[serde(default, skip_serializing)]
     pub stall_share: Option<f64>,
     /// Stall time per decoded token (every token after an answer's first), ms: what prompt
@@ -200,7 +201,6 @@ pub(crate) fn figures(rounds: &[&RoundRecord], cfg: &SchedulerRecord) -> Profile
         .iter()
         .flat_map(|r| r.tasks.iter().flat_map(|t| t.gaps_ms.iter().copied()))
         .collect();
-    let decode_s: f64 = gaps_ms.iter().sum::<f64>() / 1e3;
     let stall_ms: Vec<f64> = stall_s.iter().map(|s| s * 1e3).collect();
     ProfileFigures {
         plan_us_median: median(&plan_us),
@@ -221,10 +221,11 @@ pub(crate) fn figures(rounds: &[&RoundRecord], cfg: &SchedulerRecord) -> Profile
         stalls: stall_s.len() as u64,
         stall_ms_median: median(&stall_ms),
         stall_ms_worst: max(&stall_ms),
-        stall_share: (decode_s > 0.0 && !rows.is_empty())
-            .then(|| stall_s.iter().sum::<f64>() / decode_s),
+        // No longer derived (see the field); older records keep what they stored.
+        stall_share: None,
+        // A fold from +0.0: an empty sum is -0.0 in Rust, which would print as "-0.00".
         stall_ms_per_token: (!gaps_ms.is_empty() && !rows.is_empty())
-            .then(|| stall_ms.iter().sum::<f64>() / gaps_ms.len() as f64),
+            .then(|| stall_ms.iter().fold(0.0, |a, b| a + b) / gaps_ms.len() as f64),
         worst_gap_ms: max(&gaps_ms),
     }
 }

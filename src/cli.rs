@@ -698,9 +698,15 @@ pub struct PrefillArgs {
     /// Unrecorded samples run first in every cell.
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,
-    /// Seed of the generated prompts.
+    /// Seed of the generated prompts (and of the offsets into --prompts).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Take the prompt tokens from a workload (a built-in name or a .toml file, as --workload)
+    /// instead of drawing them from the vocabulary: every task's first prompt, rendered as the
+    /// engine submits it and tokenized, joined and repeated to the length; each sample starts
+    /// at its own seeded offset.
+    #[arg(long, value_name = "WORKLOAD")]
+    pub prompts: Option<String>,
     /// Also time a fresh process's start on each cell's first prompt: spawn → model loaded →
     /// warm-up → first token, the model file in the page cache (cells at depth 0 with nothing
     /// cached; a fresh process holds neither). `tokfire cold` times starts from disk.

@@ -3,7 +3,8 @@
 //! (empty prefix cache), the engine every verb uses, so a TTFT here means what it means in
 //! `run`. Depth and the cached share go into the prefix cache by an unmeasured request first:
 //! the measured one then copies those KV rows and prefills the rest. Prompts are token ids drawn
-//! from the model's vocabulary (special tokens left out), seeded per cell and sample.
+//! from the model's vocabulary (special tokens left out) or cut from a workload's prompts
+//! (`--prompts`), seeded per cell and sample.
 
 use std::sync::atomic::AtomicUsize;
 
@@ -68,6 +69,8 @@ pub struct PrefillPlan {
     pub grid: Grid,
     /// The binary a `--cold-start` child runs (this one).
     pub exe: std::path::PathBuf,
+    /// `--prompts`: the prompt tokens come from `workload`'s tasks, not the vocabulary.
+    pub from_workload: bool,
 }
 
 /// Runs the grid (model steps on its runtime's workers), calling `progress` after each cell;
@@ -89,6 +92,10 @@ pub fn run(
             samples: g.samples,
             warmup: g.warmup,
             cold_start: g.cold_start,
+            prompts: plan.from_workload.then(|| {
+                let w = &plan.workload;
+                format!("{}@{}", w.name, w.version)
+            }),
             cells: Vec::new(),
         }),
         ..super::sweep::new_record(plan.config.clone(), plan.workload.clone(), command)
@@ -103,10 +110,11 @@ pub fn run(
         kept,
         |loaded, record, writer, signal| {
             let cells = g.cells();
+            let source = Source::of(loaded, plan.from_workload.then_some(workload))?;
             for (i, &cell) in cells.iter().enumerate() {
-                let mut c = run_cell(loaded, g, cell, signal)?;
+                let mut c = run_cell(loaded, &source, g, cell, signal)?;
                 if g.cold_start && c.skipped.is_none() {
-                    c.cold_start = cold_start(plan, loaded, cell, stop)?;
+                    c.cold_start = cold_start(plan, loaded, &source, cell, stop)?;
                 }
                 let p = record.prefill_mut().expect("set above; this is a bug");
                 p.cells.push(c.clone());
@@ -121,6 +129,7 @@ pub fn run(
 /// One cell: its warm-up samples, then its measured ones, with the machine's reading.
 fn run_cell(
     loaded: &Loaded,
+    source: &Source,
     g: &Grid,
     (length, depth, pct, chunk): Cell,
     signal: &dyn Fn() -> usize,
@@ -143,13 +152,12 @@ fn run_cell(
         ));
         return Ok(cell);
     }
-    let vocab = Vocab::of(loaded);
     let seen = crate::measure::sentinel::Snapshot::take();
     for i in 0..g.warmup + g.samples {
         if signal() != 0 {
             return Err(EngineError::Interrupted.into());
         }
-        let prompt = prompt_of(&vocab, g.seed, (length, depth, pct, chunk), i);
+        let prompt = source.prompt(g.seed, (length, depth, pct, chunk), i);
         let cached = depth + length * pct as usize / 100;
         let s = sample(&loaded.model, &prompt, cached, chunk)?;
         if i >= g.warmup {
@@ -160,10 +168,48 @@ fn run_cell(
     Ok(cell)
 }
 
-/// Sample `i`'s prompt of `cell`: depth + length ids drawn with the sample's own seed.
-fn prompt_of(vocab: &Vocab, seed: u64, cell: Cell, i: usize) -> Vec<u32> {
-    let mut rng = StdRng::seed_from_u64(sample_seed(seed, cell, i));
-    vocab.draw(&mut rng, cell.1 + cell.0)
+/// Where prompt tokens come from.
+pub enum Source {
+    /// Drawn from the model's vocabulary.
+    Vocab(Vocab),
+    /// Cut from a workload's prompts, tokenized and joined (never empty).
+    Text(Vec<u32>),
+}
+
+impl Source {
+    /// The workload's prompts when one is given, else the vocabulary.
+    pub fn of(loaded: &Loaded, workload: Option<&Workload>) -> Result<Self, BenchError> {
+        let Some(w) = workload else {
+            return Ok(Self::Vocab(Vocab::of(loaded)));
+        };
+        let mut ids = Vec::new();
+        for task in &w.tasks {
+            let text = super::round::render(loaded, &task.prompt)?;
+            ids.extend(loaded.tokenizer.encode(&text)?);
+        }
+        if ids.is_empty() {
+            return Err(EngineError::Refused(format!(
+                "--prompts {}: the workload's prompts encode to no tokens",
+                w.name
+            ))
+            .into());
+        }
+        Ok(Self::Text(ids))
+    }
+
+    /// Sample `i`'s prompt of `cell`: depth + length ids, with the sample's own seed (drawn,
+    /// or the joined prompts from a seeded offset on, repeated as needed).
+    pub fn prompt(&self, seed: u64, cell: Cell, i: usize) -> Vec<u32> {
+        let n = cell.1 + cell.0;
+        let mut rng = StdRng::seed_from_u64(sample_seed(seed, cell, i));
+        match self {
+            Self::Vocab(v) => v.draw(&mut rng, n),
+            Self::Text(ids) => {
+                let from = rng.random_range(0..ids.len());
+                ids.iter().cycle().skip(from).take(n).copied().collect()
+            }
+        }
+    }
 }
 
 /// Longest a `--cold-start` child may take, seconds.
@@ -176,6 +222,7 @@ const COLD_START_TIMEOUT_S: u64 = 600;
 fn cold_start(
     plan: &PrefillPlan,
     loaded: &Loaded,
+    source: &Source,
     cell: Cell,
     stop: Option<&AtomicUsize>,
 ) -> Result<Option<Box<crate::record::cold::StartRecord>>, BenchError> {
@@ -192,7 +239,7 @@ fn cold_start(
         prompt: crate::workload::Prompt::Raw(String::new()),
         max_tokens: 1,
         sampling: Default::default(),
-        ids: Some(prompt_of(&Vocab::of(loaded), g.seed, cell, g.warmup)),
+        ids: Some(source.prompt(g.seed, cell, g.warmup)),
         prefill_chunk: Some(chunk),
     };
     let json = serde_json::to_string(&spec).expect("specs serialize; this is a bug");

@@ -93,3 +93,28 @@ fn depth_and_the_cached_share_are_in_the_cache_before_the_first_prefilled_token(
         (0, 104, 1)
     );
 }
+
+#[test]
+fn workload_prompts_are_cut_to_the_exact_length_from_a_seeded_offset() {
+    let text: Vec<u32> = (100..110).collect();
+    let source = Source::Text(text.clone());
+    let cell = (25, 7, 0, 256);
+    let p = source.prompt(3, cell, 0);
+    assert_eq!(p.len(), 32, "depth + length tokens");
+    // Consecutive tokens of the joined prompts, wrapping around at the end.
+    for w in p.windows(2) {
+        let next = if w[0] == 109 { 100 } else { w[0] + 1 };
+        assert_eq!(w[1], next, "{p:?}");
+    }
+    assert_eq!(
+        p,
+        source.prompt(3, cell, 0),
+        "the same seed cuts the same prompt"
+    );
+    let starts: std::collections::HashSet<u32> =
+        (0..20).map(|i| source.prompt(3, cell, i)[0]).collect();
+    assert!(
+        starts.len() > 3,
+        "samples start at different offsets: {starts:?}"
+    );
+}

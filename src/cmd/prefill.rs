@@ -116,7 +116,22 @@ pub(crate) fn plan(args: &PrefillArgs) -> anyhow::Result<PrefillPlan> {
         max_tokens: Some(1),
         ..grid_config("prefill", &args.model, &args.runtime, out, args.format)?
     };
-    let workload = generated_workload(&grid);
+    let (workload, config) = match &args.prompts {
+        None => (generated_workload(&grid), config),
+        Some(name) => {
+            let w = crate::workload::load(name)
+                .map_err(|e| anyhow::anyhow!("--prompts {name}: {e}"))?;
+            if w.tasks.is_empty() {
+                let why = "a workload with at least one task";
+                return Err(ConfigError::flag("--prompts", name.clone(), why).into());
+            }
+            let config = RunConfig {
+                workload: name.clone(),
+                ..config
+            };
+            (w, config)
+        }
+    };
     let exe = std::env::current_exe().map_err(|e| {
         anyhow::anyhow!("--cold-start: cannot find this program's own file to start it ({e})")
     })?;
@@ -125,6 +140,7 @@ pub(crate) fn plan(args: &PrefillArgs) -> anyhow::Result<PrefillPlan> {
         workload,
         grid,
         exe,
+        from_workload: args.prompts.is_some(),
     })
 }
 

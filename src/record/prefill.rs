@@ -22,6 +22,10 @@ pub struct PrefillRecord {
     /// Measured samples per cell, after `warmup` unrecorded ones.
     pub samples: usize,
     pub warmup: usize,
+    /// `--prompts`: the workload (`name@version`) the prompt tokens were cut from; none when
+    /// they were drawn from the vocabulary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<String>,
     /// `--cold-start`: cells at depth 0, nothing cached, also timed a fresh process's start.
     #[serde(default)]
     pub cold_start: bool,

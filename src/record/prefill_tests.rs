@@ -35,6 +35,7 @@ fn record(cells: Vec<CellRecord>) -> PrefillRecord {
         samples: 3,
         warmup: 1,
         cold_start: false,
+        prompts: None,
         cells,
     }
 }

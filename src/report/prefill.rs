@@ -32,7 +32,10 @@ pub fn help() -> String {
      of a chunk size, n = prompt tokens; at the largest n, the share of the fixed part, of the \
      linear part (weights) and of the quadratic part (attention). Needs 3 lengths.\n\n\
      Prompts are token ids drawn from the model's vocabulary (special tokens excluded) with \
-     --seed, different in every sample, so no sample finds another's prompt cached. The \
+     --seed, different in every sample, so no sample finds another's prompt cached; with \
+     --prompts WORKLOAD they are cut from the workload's prompts instead (each task's first \
+     prompt rendered as the engine submits it, tokenized, joined and repeated to the length), \
+     from a seeded offset per sample. The \
      model loads once; every cell runs --warmup unrecorded samples first.\n\n\
      --cold-start adds, per cell at depth 0 with nothing cached, one start of a fresh process \
      (this program) on the cell's first measured prompt: main, loaded, warm (one-token \
@@ -230,8 +233,12 @@ fn cells_asked(p: &PrefillRecord) -> usize {
 }
 
 fn head(run: &RunRecord, p: &PrefillRecord) -> String {
+    let prompts = match &p.prompts {
+        Some(w) => format!("prompts from {w}"),
+        None => "generated prompts".into(),
+    };
     format!(
-        "tokfire prefill · {} · {} × {} (+{} warm-up) · seed {} · {} · status {}",
+        "tokfire prefill · {} · {} × {} (+{} warm-up) · {prompts}, seed {} · {} · status {}",
         run.config.model.model,
         super::plural(p.cells.len(), "cell"),
         super::plural(p.samples, "sample"),

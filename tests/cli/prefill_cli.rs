@@ -200,3 +200,50 @@ fn cold_start_times_a_fresh_process_on_each_cold_depth_zero_cell() {
     let text = support::ok(&["report", out.to_str().unwrap()]);
     assert!(text.contains("fresh TTFT"), "{text}");
 }
+
+#[test]
+fn prompts_from_a_workload_are_named_in_the_record_and_a_bad_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = tiny(dir.path());
+    let wl = support::workload(dir.path(), support::WORKLOAD);
+    let out = dir.path().join("w.json");
+    let res = tokfire()
+        .args(["prefill", "--model", m.to_str().unwrap(), "--threads", "1"])
+        .args(["--lengths", "16,100", "--samples", "1", "--warmup", "0"])
+        .args(["--prompts", wl.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    assert!(stdout.contains("prompts from "), "{stdout}");
+    let file = read(&out);
+    let run = &file.runs[0];
+    let p = run.prefill().unwrap();
+    assert!(p.prompts.is_some());
+    assert_eq!(run.config.workload, wl.to_str().unwrap());
+    for c in &p.cells {
+        let s = &c.samples[0];
+        assert_eq!(s.prefilled_tokens + s.reused_tokens, c.length, "{c:?}");
+    }
+    let res = tokfire()
+        .args([
+            "prefill",
+            "--model",
+            m.to_str().unwrap(),
+            "--prompts",
+            "no-such",
+        ])
+        .args(["--out", dir.path().join("x.json").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        !res.status.success() && stderr.contains("--prompts no-such"),
+        "{stderr}"
+    );
+}

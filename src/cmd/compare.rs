@@ -174,18 +174,23 @@ pub fn render(
             out += &report::prefill::compare(a, b, min_effect);
             return Ok(report::wrap(&out));
         }
-        (None, None) if old.spec_cost().is_some() || new.spec_cost().is_some() => {
-            anyhow::bail!(
-                "{} and {} are not comparable: compare reads run, sweep, ab and prefill records; \
-                 put two spec-cost tables side by side with `tokfire report FILE --all`",
-                old.id,
-                new.id
-            )
-        }
         (None, None) => {}
         _ => anyhow::bail!(
             "{} and {} are not comparable: a prefill grid compares with another prefill grid \
              only",
+            old.id,
+            new.id
+        ),
+    }
+    match (old.spec_cost(), new.spec_cost()) {
+        (Some(a), Some(b)) => {
+            out += &report::spec_cost::compare(a, b, min_effect);
+            return Ok(report::wrap(&out));
+        }
+        (None, None) => {}
+        _ => anyhow::bail!(
+            "{} and {} are not comparable: a spec-cost grid compares with another spec-cost \
+             grid only",
             old.id,
             new.id
         ),

@@ -3,6 +3,7 @@
 
 pub mod ab;
 pub(crate) mod baseline;
+pub(crate) mod change;
 pub(crate) mod clocks;
 pub mod cold;
 pub(crate) mod columns;

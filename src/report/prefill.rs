@@ -164,9 +164,10 @@ pub fn machine_line(p: &PrefillRecord) -> String {
 /// chunk): both median TTFTs, new ÷ old, and the change: `same` within `min_effect`, `faster`
 /// or `slower` when the two runs' sample ranges do not overlap, else `within spread`.
 pub fn compare(old: &PrefillRecord, new: &PrefillRecord, min_effect: f64) -> String {
+    use super::change::{verdict, Change};
     let key = |c: &CellRecord| (c.length, c.depth, c.cached_pct, c.chunk);
     let mut rows = Vec::new();
-    let (mut faster, mut slower, mut same) = (0, 0, 0);
+    let mut changes = Vec::new();
     for n in &new.cells {
         let Some(o) = old.cells.iter().find(|o| key(o) == key(n)) else {
             continue;
@@ -179,20 +180,8 @@ pub fn compare(old: &PrefillRecord, new: &PrefillRecord, min_effect: f64) -> Str
         ) else {
             continue;
         };
-        let ratio = b / a;
-        let change = if (ratio - 1.0).abs() < min_effect {
-            same += 1;
-            format!("same (within {:.0} %)", min_effect * 100.0)
-        } else if rb.1 < ra.0 {
-            faster += 1;
-            "faster".to_string()
-        } else if rb.0 > ra.1 {
-            slower += 1;
-            "slower".to_string()
-        } else {
-            same += 1;
-            "within spread".to_string()
-        };
+        let change = Change::of((a, ra), (b, rb), min_effect);
+        changes.push(change);
         rows.push(vec![
             n.length.to_string(),
             n.depth.to_string(),
@@ -200,8 +189,8 @@ pub fn compare(old: &PrefillRecord, new: &PrefillRecord, min_effect: f64) -> Str
             n.chunk.to_string(),
             format!("{a:.3} s"),
             format!("{b:.3} s"),
-            format!("{ratio:.3}"),
-            change,
+            format!("{:.3}", b / a),
+            change.label(min_effect),
         ]);
     }
     let headers = [
@@ -216,15 +205,8 @@ pub fn compare(old: &PrefillRecord, new: &PrefillRecord, min_effect: f64) -> Str
     ];
     let shape = super::layout::Shape { keys: 4, left: 0 };
     let mut out = super::layout::table(&headers, &rows, shape, super::layout::WIDTH);
-    let left_out = (old.cells.len().max(new.cells.len()) - rows.len()) > 0;
-    out += &format!(
-        "verdict: {faster} cells faster, {slower} slower, {same} unchanged or within the \
-         spread (median TTFT; faster or slower only when the sample ranges do not overlap){}\n",
-        match left_out {
-            true => "; cells in one run only or without samples are left out",
-            false => "",
-        }
-    );
+    let left_out = old.cells.len().max(new.cells.len()) > rows.len();
+    out += &verdict(&changes, "median TTFT", left_out);
     out
 }
 

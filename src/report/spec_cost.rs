@@ -92,6 +92,63 @@ fn notes(r: &SpecCostRecord) -> String {
     out
 }
 
+/// Two spec-cost runs cell by cell (cells matched by jobs and k): both median step times,
+/// new ÷ old and the change, and each run's cost in plain steps (what decides whether a k
+/// pays, so a build that sped up the plain step more than the verify step shows it).
+pub fn compare(old: &SpecCostRecord, new: &SpecCostRecord, min_effect: f64) -> String {
+    use super::change::{verdict, Change};
+    let ms = |s: f64| format!("{:.1} ms", s * 1e3);
+    let cost = |r: &SpecCostRecord, c: &VerifyCell| {
+        r.cost_ratio(c).map_or("n/a".into(), |x| format!("{x:.2}x"))
+    };
+    let mut rows = Vec::new();
+    let mut changes = Vec::new();
+    for n in &new.cells {
+        let Some(o) = old.cells.iter().find(|o| (o.jobs, o.k) == (n.jobs, n.k)) else {
+            continue;
+        };
+        let (Some(a), Some(b), Some(ra), Some(rb)) =
+            (o.median_s(), n.median_s(), o.range_s(), n.range_s())
+        else {
+            continue;
+        };
+        let change = Change::of((a, ra), (b, rb), min_effect);
+        changes.push(change);
+        rows.push(vec![
+            n.jobs.to_string(),
+            n.k.to_string(),
+            ms(a),
+            ms(b),
+            format!("{:.3}", b / a),
+            cost(old, o),
+            cost(new, n),
+            change.label(min_effect),
+        ]);
+    }
+    let headers = [
+        "jobs",
+        "k",
+        "old step",
+        "new step",
+        "new / old",
+        "old cost",
+        "new cost",
+        "change",
+    ];
+    let shape = super::layout::Shape { keys: 2, left: 0 };
+    let mut out = super::layout::table(&headers, &rows, shape, super::layout::WIDTH);
+    let left_out = old.cells.len().max(new.cells.len()) > rows.len();
+    out += &verdict(&changes, "median step time", left_out);
+    if (old.context, old.steps) != (new.context, new.steps) {
+        out += &format!(
+            "note: context {} vs {} tokens, {} vs {} steps per cell: the cells differ in more \
+             than the build\n",
+            old.context, new.context, old.steps, new.steps
+        );
+    }
+    out
+}
+
 fn head(run: &RunRecord, r: &SpecCostRecord) -> String {
     format!(
         "tokfire spec-cost · {} · context {} · {} per cell (+{} warm-up) · {} · status {}",

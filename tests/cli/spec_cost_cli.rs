@@ -1,7 +1,7 @@
 //! `tokfire spec-cost` end to end on a tiny synthetic model: every (jobs, k) cell with exactly
 //! the asked steps, each a full verify step (jobs × k drafts proposed), the cost against the
 //! plain step and where speculation pays; the record re-read by `report`, refused by `rerun`
-//! and `compare` with what to do instead; bad flags are clear errors.
+//! with what to do instead, matched cell by cell by `compare`; bad flags are clear errors.
 
 use crate::support;
 use support::{read, tiny, tokfire};
@@ -72,19 +72,41 @@ fn a_verify_cost_grid_runs_every_cell_and_report_reads_it() {
         String::from_utf8_lossy(&csv.stdout).lines().count(),
         1 + 4 * 5
     );
-    for verb in ["rerun", "compare"] {
-        let mut cmd = tokfire();
-        cmd.arg(verb).arg(&out);
-        if verb == "compare" {
-            cmd.arg(&out).args(["--old-run", &file.runs[0].id]);
-        }
-        let r = cmd.output().unwrap();
-        let err = String::from_utf8_lossy(&r.stderr);
-        assert!(
-            !r.status.success() && err.contains("spec-cost"),
-            "{verb}: {err}"
-        );
+    let r = tokfire().arg("rerun").arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        !r.status.success() && err.contains("spec-cost"),
+        "rerun: {err}"
+    );
+    // The same grid again into the same file: compare matches the cells.
+    let res = tokfire()
+        .args([
+            "spec-cost",
+            "--model",
+            m.to_str().unwrap(),
+            "--threads",
+            "1",
+        ])
+        .args([
+            "--jobs",
+            "1,3",
+            "--k",
+            "0,2",
+            "--context",
+            "24",
+            "--steps",
+            "5",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(res.status.success());
+    let text = support::ok(&["compare", out.to_str().unwrap(), out.to_str().unwrap()]);
+    support::fits_100(&text);
+    for want in ["old step", "new cost", "verdict: "] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
     }
+    assert!(text.matches(" ms ").count() >= 4, "{text}");
 }
 
 #[test]

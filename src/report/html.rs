@@ -106,6 +106,14 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
         // The text screen's speculation block: flags, speedups against the baseline, acceptance.
         let text = super::layout::wrap(spec.trim_end(), super::layout::WIDTH);
         let _ = writeln!(out, "<h2>Speculation</h2>\n<pre>{}</pre>", esc(&text));
+        if let Some(t) = super::html_spec::by_position(&d.levels) {
+            out.push_str("<p>Acceptance by draft position (accepted ÷ proposed there):</p>\n");
+            out.push_str(&table(&t));
+        }
+        if let Some(t) = super::html_spec::kept_histogram(&d.levels) {
+            out.push_str("<p>Verifies by drafted tokens kept:</p>\n");
+            out.push_str(&table(&t));
+        }
     }
     out.push_str("<h2>Verdict</h2>\n");
     out.push_str(&verdict_list(verdict));

@@ -10,6 +10,7 @@ pub(crate) mod columns;
 pub mod html;
 pub(crate) mod html_plain;
 pub(crate) mod html_sched;
+pub(crate) mod html_spec;
 pub(crate) mod inspect;
 pub(crate) mod layout;
 pub mod prefill;

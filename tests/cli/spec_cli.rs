@@ -296,6 +296,13 @@ fn synthetic_acceptance_keeps_the_output_and_a_collapse_is_named() {
         assert!(l.spec.spec_accepted > 0 && l.spec.spec_accepted < l.spec.spec_proposed);
     }
     assert!(!support::has(&stdout, "COLLAPSED"), "{stdout}");
+    // The HTML page carries acceptance by position and the kept-per-verify histogram.
+    let html = dir.path().join("syn.html");
+    support::ok(&["report", o, "--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    for want in ["<th>position 3</th>", "<th>3 kept</th>"] {
+        assert!(page.contains(want), "{want} missing from the page");
+    }
 
     // The 2-job level's acceptance falls to a third: the report and compare name it.
     let mut bad = file.clone();

@@ -11,27 +11,30 @@ fn a_verify_cost_grid_runs_every_cell_and_report_reads_it() {
     let dir = tempfile::tempdir().unwrap();
     let m = tiny(dir.path());
     let out = dir.path().join("c.json");
-    let res = tokfire()
-        .args([
-            "spec-cost",
-            "--model",
-            m.to_str().unwrap(),
-            "--threads",
-            "1",
-        ])
-        .args([
-            "--jobs",
-            "1,3",
-            "--k",
-            "0,2",
-            "--context",
-            "24",
-            "--steps",
-            "5",
-        ])
-        .args(["--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let grid = || {
+        tokfire()
+            .args([
+                "spec-cost",
+                "--model",
+                m.to_str().unwrap(),
+                "--threads",
+                "1",
+            ])
+            .args([
+                "--jobs",
+                "1,3",
+                "--k",
+                "0,2",
+                "--context",
+                "24",
+                "--steps",
+                "5",
+            ])
+            .args(["--out", out.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let res = grid();
     let stdout = String::from_utf8_lossy(&res.stdout);
     assert!(
         res.status.success(),
@@ -79,27 +82,7 @@ fn a_verify_cost_grid_runs_every_cell_and_report_reads_it() {
         "rerun: {err}"
     );
     // The same grid again into the same file: compare matches the cells.
-    let res = tokfire()
-        .args([
-            "spec-cost",
-            "--model",
-            m.to_str().unwrap(),
-            "--threads",
-            "1",
-        ])
-        .args([
-            "--jobs",
-            "1,3",
-            "--k",
-            "0,2",
-            "--context",
-            "24",
-            "--steps",
-            "5",
-        ])
-        .args(["--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let res = grid();
     assert!(res.status.success());
     let text = support::ok(&["compare", out.to_str().unwrap(), out.to_str().unwrap()]);
     support::fits_100(&text);

@@ -13,6 +13,29 @@ pub fn median(samples: &[f64]) -> Option<f64> {
     }
 }
 
+/// The median of samples given as (value, how many times), or `None` when the counts sum to
+/// 0; the same as [`median`] of the expanded list, without expanding it. NaN values ignored.
+pub fn weighted_median(samples: &[(f64, u64)]) -> Option<f64> {
+    let mut v: Vec<(f64, u64)> = (samples.iter().copied())
+        .filter(|(x, n)| !x.is_nan() && *n > 0)
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: u128 = v.iter().map(|s| u128::from(s.1)).sum();
+    // The value at 0-based rank r of the expanded list.
+    let at = |r: u128| {
+        let mut seen = 0u128;
+        v.iter().find(|s| {
+            seen += u128::from(s.1);
+            seen > r
+        })
+    };
+    match total {
+        0 => None,
+        t if t % 2 == 1 => at(t / 2).map(|s| s.0),
+        t => Some((at(t / 2 - 1)?.0 + at(t / 2)?.0) / 2.0),
+    }
+}
+
 /// The smallest sample, or `None`.
 pub fn min(samples: &[f64]) -> Option<f64> {
     sorted(samples).first().copied()

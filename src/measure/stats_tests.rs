@@ -24,3 +24,24 @@ fn percentile_nearest_rank_and_tail() {
     assert_eq!(tail(&[3.0, 1.0, 2.0]), Some((3.0, "slowest")));
     assert_eq!(tail(&[]), None);
 }
+
+#[test]
+fn weighted_median_is_the_median_of_the_expanded_list() {
+    let cases: [&[(f64, u64)]; 5] = [
+        &[(3.0, 1), (1.0, 2), (2.0, 1)],
+        &[(5.0, 3), (1.0, 3)],
+        &[(7.0, 0), (2.0, 1)],
+        &[(f64::NAN, 4), (4.0, 2), (9.0, 1)],
+        &[(1.5, 2), (0.5, 5), (8.0, 2)],
+    ];
+    for c in cases {
+        let expanded: Vec<f64> = c
+            .iter()
+            .flat_map(|&(x, n)| std::iter::repeat_n(x, n as usize))
+            .collect();
+        assert_eq!(weighted_median(c), median(&expanded), "{c:?}");
+    }
+    assert_eq!(weighted_median(&[(1.0, 0)]), None);
+    // Counts no list could hold are counted, not expanded.
+    assert_eq!(weighted_median(&[(1.0, u64::MAX), (2.0, 1)]), Some(1.0));
+}

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::scheduler::SchedulerRecord;
 use super::{RoundRecord, StepSample};
-use crate::measure::stats::{max, median};
+use crate::measure::stats::{max, median, weighted_median};
 
 /// One engine step as the scheduler saw it; stored as an array of 11 integers in field order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,13 +121,15 @@ impl DecodeBaseline {
     }
 }
 
-/// The stalls of one round, seconds, one per (sequence, step) delayed. `timeline` is aligned
-/// with `steps` (rounds recorded before it existed have none: skipped decodes count as 0).
+/// The stalls of one round: (seconds, how many sequences the step delayed by that much), one
+/// entry per kind of delay a step caused. Counted, not repeated, so that a record's counts
+/// (hostile input) never size an allocation. `timeline` is aligned with `steps` (rounds
+/// recorded before it existed have none: skipped decodes count as 0).
 pub(crate) fn stalls(
     steps: &[StepSample],
     timeline: &[PlanRow],
     base: &DecodeBaseline,
-) -> Vec<f64> {
+) -> Vec<(f64, u64)> {
     let mut out = Vec::new();
     for (i, s) in steps
         .iter()
@@ -137,11 +139,13 @@ pub(crate) fn stalls(
         if let Some(b) = base.at(s.decode_tokens).filter(|_| s.decode_tokens > 0) {
             let extra = s.step_s - b;
             if extra > 0.0 {
-                out.extend(std::iter::repeat_n(extra, s.decode_tokens));
+                out.push((extra, s.decode_tokens as u64));
             }
         }
-        let skipped = timeline.get(i).map_or(0, |r| r.skipped_decodes as usize);
-        out.extend(std::iter::repeat_n(s.step_s, skipped));
+        let skipped = timeline.get(i).map_or(0, |r| u64::from(r.skipped_decodes));
+        if skipped > 0 {
+            out.push((s.step_s, skipped));
+        }
     }
     out
 }
@@ -193,15 +197,18 @@ pub(crate) fn figures(rounds: &[&RoundRecord], cfg: &SchedulerRecord) -> Profile
     let wall: f64 = rounds.iter().map(|r| r.wall_s).sum();
     let ratio = |n: f64, d: usize| (d > 0 && !rows.is_empty()).then(|| n / d as f64);
     let base = DecodeBaseline::of(rounds.iter().flat_map(|r| &r.steps));
-    let stall_s: Vec<f64> = rounds
+    let stall_ms: Vec<(f64, u64)> = rounds
         .iter()
         .flat_map(|r| stalls(&r.steps, &r.timeline, &base))
+        .map(|(s, n)| (s * 1e3, n))
         .collect();
+    let stall_count = stall_ms.iter().fold(0u64, |a, s| a.saturating_add(s.1));
+    // A fold from +0.0: an empty sum is -0.0 in Rust, which would print as "-0.00".
+    let stall_total_ms = stall_ms.iter().fold(0.0, |a, s| a + s.0 * s.1 as f64);
     let gaps_ms: Vec<f64> = rounds
         .iter()
         .flat_map(|r| r.tasks.iter().flat_map(|t| t.gaps_ms.iter().copied()))
         .collect();
-    let stall_ms: Vec<f64> = stall_s.iter().map(|s| s * 1e3).collect();
     ProfileFigures {
         plan_us_median: median(&plan_us),
         plan_us_max: max(&plan_us),
@@ -218,14 +225,13 @@ pub(crate) fn figures(rounds: &[&RoundRecord], cfg: &SchedulerRecord) -> Profile
             cfg.max_batch_tokens,
         ),
         preemptions: rows.iter().map(|r| r.preempted).sum(),
-        stalls: stall_s.len() as u64,
-        stall_ms_median: median(&stall_ms),
-        stall_ms_worst: max(&stall_ms),
+        stalls: stall_count,
+        stall_ms_median: weighted_median(&stall_ms),
+        stall_ms_worst: max(&stall_ms.iter().map(|s| s.0).collect::<Vec<_>>()),
         // No longer derived (see the field); older records keep what they stored.
         stall_share: None,
-        // A fold from +0.0: an empty sum is -0.0 in Rust, which would print as "-0.00".
         stall_ms_per_token: (!gaps_ms.is_empty() && !rows.is_empty())
-            .then(|| stall_ms.iter().fold(0.0, |a, b| a + b) / gaps_ms.len() as f64),
+            .then(|| stall_total_ms / gaps_ms.len() as f64),
         worst_gap_ms: max(&gaps_ms),
     }
 }

@@ -142,7 +142,7 @@ pub(crate) fn stalls(
                 out.push((extra, s.decode_tokens as u64));
             }
         }
-        let skipped = timeline.get(i).map_or(0, |r| u64::from(r.skipped_decodes));
+        let skipped = timeline.get(i).map_or(0, |r| r.skipped_decodes);
         if skipped > 0 {
             out.push((s.step_s, skipped));
         }

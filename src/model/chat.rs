@@ -138,3 +138,7 @@ fn check_size(out: &str) -> Result<(), String> {
 #[cfg(test)]
 #[path = "chat_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "chat_hostile_tests.rs"]
+mod hostile_tests;

@@ -363,18 +363,24 @@ impl LlamaConfig {
             ));
         }
         // The GGUF validator's bounds, so a config.json cannot ask for more.
+        use super::validate::MIN_CONTEXT;
         use super::validate::{MAX_CONTEXT, MAX_FFN, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB};
-        for (key, value, max) in [
-            ("hidden_size", self.hidden, MAX_HIDDEN),
-            ("head_dim", self.head_dim, MAX_HIDDEN),
-            ("num_attention_heads", self.heads, MAX_HIDDEN),
-            ("intermediate_size", self.ffn, MAX_FFN),
-            ("num_hidden_layers", self.layers, MAX_LAYERS),
-            ("max_position_embeddings", self.context_length, MAX_CONTEXT),
-            ("vocab_size", self.vocab, MAX_VOCAB),
+        for (key, value, min, max) in [
+            ("hidden_size", self.hidden, 1, MAX_HIDDEN),
+            ("head_dim", self.head_dim, 1, MAX_HIDDEN),
+            ("num_attention_heads", self.heads, 1, MAX_HIDDEN),
+            ("intermediate_size", self.ffn, 1, MAX_FFN),
+            ("num_hidden_layers", self.layers, 1, MAX_LAYERS),
+            (
+                "max_position_embeddings",
+                self.context_length,
+                MIN_CONTEXT,
+                MAX_CONTEXT,
+            ),
+            ("vocab_size", self.vocab, 1, MAX_VOCAB),
         ] {
-            if value == 0 || value as u64 > max {
-                return bad(format!("{key} = {value}: expected 1 to {max}"));
+            if (value as u64) < min || value as u64 > max {
+                return bad(format!("{key} = {value}: expected {min} to {max}"));
             }
         }
         if !(self.rms_eps.is_finite() && self.rms_eps > 0.0 && self.rms_eps < 1.0) {

@@ -26,6 +26,8 @@ pub(crate) const MAX_FFN: u64 = 1 << 22;
 pub(crate) const MAX_LAYERS: u64 = 1 << 12;
 /// Longest context accepted, in tokens.
 pub(crate) const MAX_CONTEXT: u64 = 1 << 24;
+/// Shortest context accepted, in tokens: one prompt token and the answer's first.
+pub(crate) const MIN_CONTEXT: u64 = 2;
 /// Largest vocabulary accepted from a `config.json` (a GGUF's is its embedding's rows).
 pub(crate) const MAX_VOCAB: u64 = 1 << 24;
 /// Tensors every layer has (q, k, v, o, gate, up, down, two norms; 6 with phi3's fused ones).
@@ -170,7 +172,11 @@ impl<'a> Meta<'a> {
             1..=heads.unwrap_or(MAX_HIDDEN),
             heads,
         );
-        let context = self.int(&self.key("context_length"), 1..=MAX_CONTEXT, Some(4096));
+        let context = self.int(
+            &self.key("context_length"),
+            MIN_CONTEXT..=MAX_CONTEXT,
+            Some(4096),
+        );
         // Required, as llama.cpp requires it: a default here would be a guess (config.json's
         // own default, 1e-6, differs from the 1e-5 GGUF files usually carry).
         let eps_key = self.key("attention.layer_norm_rms_epsilon");

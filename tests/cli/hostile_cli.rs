@@ -141,6 +141,22 @@ fn a_template_that_never_ends_is_refused_at_load() {
 }
 
 #[test]
+fn a_one_position_context_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("ctx1.gguf");
+    let spec = tokfire::model::synthetic::Spec {
+        context: 1,
+        ..Default::default()
+    };
+    tokfire::model::synthetic::write_gguf(&m, &spec).unwrap();
+    let m = m.to_str().unwrap();
+    refused(
+        &["generate", "--model", m, "--prompt", "hi"],
+        &[m, "context"],
+    );
+}
+
+#[test]
 fn a_prompt_longer_than_the_context_is_refused_before_prefill() {
     let dir = tempfile::tempdir().unwrap();
     let m = tiny(dir.path());

@@ -128,7 +128,8 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError>
 }
 
 /// The stored values a presenter trusts, checked: unique run ids, the workload's targets (a
-/// negative target would make every level "comfortable"), the headroom.
+/// negative target would make every level "comfortable"), the raw samples' counts and times
+/// ([`super::stored`]), the headroom.
 fn check_stored(file: &ResultsFile) -> Result<(), String> {
     let mut ids = std::collections::HashSet::new();
     for run in &file.runs {
@@ -141,6 +142,7 @@ fn check_stored(file: &ResultsFile) -> Result<(), String> {
         let name = format!("run {}", run.id);
         crate::workload::load::check_criteria(&run.workload.criteria, &name)
             .map_err(|e| e.to_string())?;
+        super::stored::check(run)?;
         if !(0.0..1.0).contains(&run.config.headroom) {
             return Err(format!(
                 "run {}: headroom {} is not a fraction below 1; the record was edited or damaged",

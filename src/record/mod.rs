@@ -22,6 +22,7 @@ pub mod session;
 pub mod spec;
 pub mod spec_cost;
 pub mod steady;
+pub(crate) mod stored;
 pub mod summary;
 pub(crate) mod verdict;
 

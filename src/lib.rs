@@ -17,6 +17,7 @@ pub mod measure;
 pub mod model;
 pub mod record;
 pub mod report;
+pub(crate) mod seed;
 pub mod spec;
 pub mod workload;
 

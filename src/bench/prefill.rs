@@ -258,20 +258,8 @@ fn cold_start(
 /// A sample's own seed: the run's seed, the cell and the sample index mixed (SplitMix64's
 /// finalizer), so every prompt differs and a rerun with the seed draws the same ones.
 pub fn sample_seed(seed: u64, (length, depth, pct, chunk): Cell, i: usize) -> u64 {
-    let mut x = seed;
-    for v in [
-        length as u64,
-        depth as u64,
-        u64::from(pct),
-        chunk as u64,
-        i as u64,
-    ] {
-        x = (x ^ v).wrapping_add(0x9E37_79B9_7F4A_7C15);
-        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        x ^= x >> 31;
-    }
-    x
+    let cell = [length, depth, pct as usize, chunk, i];
+    crate::seed::mix_all(seed, &cell.map(|v| v as u64))
 }
 
 /// The token ids prompts are drawn from: the vocabulary less its added (special) tokens.

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use super::{DraftInput, Drafter};
 use crate::error::EngineError;
+use crate::seed::{mix, mix_all};
 
 /// What the reference pass generated: for every request, its prompt followed by its greedy
 /// output, as token ids.
@@ -74,9 +75,9 @@ impl<'r> Synthetic<'r> {
     /// Whether draft index `i` (0-based) at sequence length `at` of transcript `t` is kept.
     fn coin(&self, t: u64, at: u64, i: usize) -> bool {
         let rate = self.rates[i.min(self.rates.len() - 1)];
-        let h = mix(mix(mix(self.seed ^ 0x5EED_5EED) ^ t) ^ at) ^ i as u64;
+        let h = mix_all(mix(self.seed ^ 0x5EED_5EED), &[t, at, i as u64]);
         // 53 random bits → a uniform draw in [0, 1).
-        ((mix(h) >> 11) as f64 / (1u64 << 53) as f64) < rate
+        ((h >> 11) as f64 / (1u64 << 53) as f64) < rate
     }
 }
 
@@ -97,14 +98,6 @@ fn spoiled(t: u32) -> u32 {
     } else {
         t - 1
     }
-}
-
-/// splitmix64's finaliser: a well-mixed 64-bit hash of `x`.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The token-weighted acceptance to expect when every draft has `k` tokens: position i is

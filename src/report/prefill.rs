@@ -300,7 +300,13 @@ pub fn html(run: &RunRecord) -> Option<String> {
                 ],
             ),
             ("TTFT against prompt length", vec![Block::Svg(chart(p))]),
-            ("Cost model", vec![Block::Pre(notes(run, p))]),
+            (
+                "Cost model and notes",
+                vec![Block::Pre(super::layout::wrap(
+                    &notes(run, p),
+                    super::layout::WIDTH,
+                ))],
+            ),
         ],
     ))
 }

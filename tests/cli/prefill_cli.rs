@@ -199,6 +199,26 @@ fn cold_start_times_a_fresh_process_on_each_cold_depth_zero_cell() {
     assert_eq!(p.cells.iter().filter(|c| c.cold_start.is_some()).count(), 2);
     let text = support::ok(&["report", out.to_str().unwrap()]);
     assert!(text.contains("fresh TTFT"), "{text}");
+    // The page's preformatted blocks are wrapped as the screen is.
+    let html = dir.path().join("c.html");
+    support::ok(&[
+        "report",
+        out.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("cold starts (--cold-start)"));
+    for block in page.split("<pre>").skip(1) {
+        let pre = block.split("</pre>").next().unwrap();
+        for l in pre.lines() {
+            let shown = l
+                .replace("&#39;", "'")
+                .replace("&gt;", ">")
+                .replace("&lt;", "<");
+            assert!(shown.replace("&amp;", "&").chars().count() <= 100, "{l}");
+        }
+    }
 }
 
 #[test]

@@ -71,6 +71,20 @@ pub fn read_text(path: &Path, max: u64) -> std::io::Result<String> {
     Ok(text)
 }
 
+/// At most the first `n` bytes of the regular file `path` (checked as [`read_text`] checks it).
+pub(crate) fn read_head(path: &Path, n: u64) -> std::io::Result<Vec<u8>> {
+    if let Some(kind) = not_regular(&std::fs::metadata(path)?) {
+        return Err(refuse(kind));
+    }
+    let file = open_nonblocking(path)?;
+    if let Some(kind) = not_regular(&file.metadata()?) {
+        return Err(refuse(kind));
+    }
+    let mut head = Vec::new();
+    file.take(n).read_to_end(&mut head)?;
+    Ok(head)
+}
+
 /// Opens `path` for reading without blocking in open(2), should the path have been swapped for
 /// a FIFO after its check; the caller checks the open handle again.
 pub(crate) fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {

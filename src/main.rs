@@ -4,6 +4,7 @@ use clap::Parser;
 
 fn main() {
     quiet_library_backtraces();
+    file_size_limit_is_an_error();
     let cli = tokfire::cli::Cli::parse();
     candle_threads(cli.threads());
     if let Err(err) = tokfire::run(cli) {
@@ -23,6 +24,17 @@ fn quiet_library_backtraces() {
     if std::env::var_os("RUST_LIB_BACKTRACE").is_none() && !debug {
         // Called first thing in main, before any other thread exists.
         std::env::set_var("RUST_LIB_BACKTRACE", "0");
+    }
+}
+
+/// A write past the file size limit (`ulimit -f`) kills a process with SIGXFSZ by default,
+/// leaving a run `running` with no reason; ignored, the write fails with EFBIG like a full
+/// disk, and the run is saved failed, naming the file and the reason.
+fn file_size_limit_is_an_error() {
+    // SAFETY: setting a signal's disposition to "ignore" first thing in main, before any
+    // other thread exists; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
 

@@ -1,16 +1,18 @@
-//! Reading and writing results files. A writer rewrites the whole file atomically (temp file,
-//! fsync, rename) under an exclusive lock on a sidecar `.NAME.lock` file, rereading it first, so
-//! two processes appending to one file keep each other's runs and a reader never sees a torn
-//! file. The reader checks the schema version before the layout and says what is wrong with a
-//! file that is not a record, is truncated, or comes from a newer tokfire. The plain-text log
-//! beside the record (`NAME.txt`) gets one summary per finished run.
+//! Reading and writing results files. A run in progress is saved after every round in its own
+//! file beside the record ([`inflight`], atomic: temp file, fsync, rename) and appended to the
+//! record in one write when it ends ([`lines`]), both under an exclusive lock on `.NAME.lock`,
+//! so processes writing one record keep each other's runs, a reader never sees a torn run, and
+//! saving costs the bytes of the run, not of the record. The reader takes either layout (one
+//! JSON document before schema 6), checks the schema version before the layout and says what
+//! is wrong with a file that is not a record, is truncated, or comes from a newer tokfire. The
+//! plain-text log beside the record (`NAME.txt`) gets one summary per finished run.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::kind::{KindTag, RunKind};
-use super::{summary, ResultsFile, RunRecord, FORMAT};
+use super::{inflight, lines, summary, ResultsFile, RunRecord, RunStatus, FORMAT};
 
 /// A results file that cannot be used, naming the file and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -61,22 +63,39 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> RecordError + '_ {
     }
 }
 
-/// Loads a results file (any schema up to [`FORMAT`]).
-pub(crate) fn read(path: &Path) -> Result<ResultsFile, RecordError> {
-    let text = match crate::files::read_text(path, crate::files::MAX_RECORD_BYTES) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(RecordError::NotFound {
-                path: path.to_path_buf(),
-            })
+/// Loads a results file (any schema up to [`FORMAT`]) with the runs still in progress beside it
+/// ([`inflight`]).
+pub fn read(path: &Path) -> Result<ResultsFile, RecordError> {
+    let mut file = parse_layout(path, &read_main(path)?)?;
+    let running = inflight::read_all(&through_links(path))
+        .map_err(|(path, detail)| RecordError::NotRecord { path, detail })?;
+    for run in running {
+        if !file.runs.iter().any(|r| r.id == run.id) {
+            file.runs.push(run);
         }
-        Err(e) => return Err(io_err(path)(e)),
-    };
-    parse(path, &text)
+    }
+    finish(path, file)
 }
 
-/// Parses the text of a results file read from `path`.
+/// The text of the results file itself.
+fn read_main(path: &Path) -> Result<String, RecordError> {
+    match crate::files::read_text(path, crate::files::MAX_RECORD_BYTES) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(RecordError::NotFound {
+            path: path.to_path_buf(),
+        }),
+        Err(e) => Err(io_err(path)(e)),
+    }
+}
+
+/// Parses the text of a results file read from `path` (either layout).
 pub(crate) fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError> {
+    finish(path, parse_layout(path, text)?)
+}
+
+/// The runs of `text`: the lines layout ([`lines`]) when its first line is that layout's
+/// header, else one JSON document (every file before schema 6).
+fn parse_layout(path: &Path, text: &str) -> Result<ResultsFile, RecordError> {
     let not = |detail: String| RecordError::NotRecord {
         path: path.to_path_buf(),
         detail,
@@ -84,29 +103,66 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<ResultsFile, RecordError>
     if text.trim().is_empty() {
         return Err(not("the file is empty".into()));
     }
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        if e.is_eof() {
-            RecordError::Truncated {
-                path: path.to_path_buf(),
-                detail: e.to_string(),
-            }
-        } else {
-            not(format!("not JSON: {e}"))
+    let (first, body) = text.split_once('\n').unwrap_or((text, ""));
+    if let Some(h) = lines::header(first) {
+        let version = newer(path, h.tokfire_results)?;
+        let parsed = lines::parse(body, 2).map_err(|e| not(format!("schema {version}: {e}")))?;
+        if let Some(n) = parsed.torn_tail {
+            eprintln!(
+                "note: {}: its last line ({n} bytes) was cut short while being written (the \
+                 process appending a run was killed); that line is skipped",
+                path.display()
+            );
         }
+        return Ok(ResultsFile {
+            tokfire_results: version,
+            runs: parsed.runs,
+        });
+    }
+    // The version first, skipping the rest, then the runs straight into their types: no tree
+    // of the whole file in between (a 500 MB record would need 4 GB).
+    if !text.trim_start().starts_with('{') {
+        return Err(not("not a JSON object".into()));
+    }
+    #[derive(serde::Deserialize)]
+    struct Version {
+        tokfire_results: Option<serde_json::Value>,
+    }
+    let head: Version = serde_json::from_str(text).map_err(|e| match e.classify() {
+        serde_json::error::Category::Eof => RecordError::Truncated {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        },
+        serde_json::error::Category::Data => not("not an object with a schema version".into()),
+        _ => not(format!("not JSON: {e}")),
     })?;
-    let version = value
-        .get("tokfire_results")
+    let version = head
+        .tokfire_results
+        .as_ref()
         .and_then(serde_json::Value::as_u64)
         .ok_or_else(|| not("no \"tokfire_results\" schema version".into()))?;
-    if version > u64::from(FORMAT) {
-        return Err(RecordError::Newer {
+    newer(path, version)?;
+    serde_json::from_str(text).map_err(|e| not(format!("schema {version}: {e}")))
+}
+
+/// `version` as this build's, or the error for a file from a newer tokfire.
+fn newer(path: &Path, version: u64) -> Result<u32, RecordError> {
+    match u32::try_from(version) {
+        Ok(v) if v <= FORMAT => Ok(v),
+        _ => Err(RecordError::Newer {
             path: path.to_path_buf(),
             found: version,
             supported: FORMAT,
-        });
+        }),
     }
-    let mut file: ResultsFile =
-        serde_json::from_value(value).map_err(|e| not(format!("schema {version}: {e}")))?;
+}
+
+/// The checks every read file passes, and each nested baseline marked as one.
+fn finish(path: &Path, mut file: ResultsFile) -> Result<ResultsFile, RecordError> {
+    let not = |detail: String| RecordError::NotRecord {
+        path: path.to_path_buf(),
+        detail,
+    };
     check_stored(&file).map_err(not)?;
     for run in &mut file.runs {
         // A nested baseline is one by its place (records before schema 3 did not say so).
@@ -186,25 +242,21 @@ pub(crate) fn select<'a>(
     }
 }
 
-/// Writes `file` to `path` atomically: a temp file beside it, flushed and synced, then renamed.
-fn write_atomic(path: &Path, file: &ResultsFile) -> Result<(), RecordError> {
+/// Writes `bytes` to `path` atomically: a temp file beside it, flushed and synced, then
+/// renamed; on any failure (a full disk) the temp file is removed.
+pub(super) fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = parent(path);
-    std::fs::create_dir_all(&dir).map_err(write_err(path))?;
+    std::fs::create_dir_all(&dir)?;
     let tmp = dir.join(format!(".{}.{}.tmp", file_name(path), std::process::id()));
-    let json = serde_json::to_vec_pretty(file).expect("records serialize; this is a bug");
     let written = File::create(&tmp).and_then(|mut f| {
-        f.write_all(&json)?;
+        f.write_all(bytes)?;
         f.sync_all()
     });
-    if let Err(e) = written {
-        // A full disk leaves no partial temp file behind.
+    let renamed = written.and_then(|()| std::fs::rename(&tmp, path));
+    if renamed.is_err() {
         let _ = std::fs::remove_file(&tmp);
-        return Err(write_err(path)(e));
     }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        write_err(path)(e)
-    })
+    renamed
 }
 
 /// The file `path` names after following symbolic links (a dangling link names its target), so
@@ -221,14 +273,14 @@ fn through_links(path: &Path) -> PathBuf {
     p
 }
 
-fn parent(path: &Path) -> PathBuf {
+pub(super) fn parent(path: &Path) -> PathBuf {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     }
 }
 
-fn file_name(path: &Path) -> String {
+pub(super) fn file_name(path: &Path) -> String {
     path.file_name()
         .map_or("results".into(), |n| n.to_string_lossy().to_string())
 }
@@ -248,34 +300,43 @@ fn lock(path: &Path) -> Result<File, RecordError> {
     Ok(f)
 }
 
-/// Reads `path` for rewriting: a missing file is an empty one.
-fn read_or_empty(path: &Path) -> Result<ResultsFile, RecordError> {
-    match read(path) {
-        Err(RecordError::NotFound { .. }) => Ok(ResultsFile {
-            tokfire_results: FORMAT,
-            runs: Vec::new(),
-        }),
-        other => other,
+/// Makes `path` a file of this build's layout: created with its header when absent, left alone
+/// when it is one, and an older file (one JSON document, or an older schema) rewritten once in
+/// this layout with every run it holds.
+fn prepare(path: &Path) -> Result<(), RecordError> {
+    let head = match crate::files::read_head(path, 4096) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return replace(path, lines::header_line().as_bytes()).map_err(write_err(path))
+        }
+        other => other.map_err(io_err(path))?,
+    };
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let header = std::str::from_utf8(first).ok().and_then(lines::header);
+    if let Some(h) = header {
+        if newer(path, h.tokfire_results)? == FORMAT {
+            return Ok(());
+        }
     }
+    let mut file = parse(path, &read_main(path)?)?;
+    file.tokfire_results = FORMAT;
+    replace(path, &lines::render(&file)).map_err(write_err(path))
 }
 
-/// Keeps a run in its results file: the file's other runs are kept, this run's entry (by id)
-/// is replaced or appended with its summary derived anew, and the whole file is rewritten.
+/// Keeps a run in its results file: while it runs, in its own file beside the record
+/// ([`inflight`]), replaced after every round; when it ends, appended to the record
+/// ([`lines`]). Each save derives the run's summary anew.
 pub(crate) struct RecordWriter {
     path: PathBuf,
 }
 
 impl RecordWriter {
     /// Checks now that `path` is a results file (or absent) and its directory writable, so a bad
-    /// `--out` fails before any work.
+    /// `--out` fails before any work; an older file is rewritten in this build's layout.
     pub(crate) fn open(path: &Path) -> Result<Self, RecordError> {
-        let path = &through_links(path);
-        let _lock = lock(path)?;
-        let existing = read_or_empty(path)?;
-        write_atomic(path, &existing)?;
-        Ok(Self {
-            path: path.to_path_buf(),
-        })
+        let path = through_links(path);
+        let _lock = lock(&path)?;
+        prepare(&path)?;
+        Ok(Self { path })
     }
 
     /// A writer for `path` that checks nothing (for the text log of a run already recorded).
@@ -285,19 +346,35 @@ impl RecordWriter {
         }
     }
 
-    /// Saves `run` (its summary recomputed from its samples); rereads the file under the lock so
-    /// runs appended meanwhile by other processes are kept.
+    /// Saves `run` (its summary recomputed from its samples). When the save fails (a full disk)
+    /// the copy saved last is marked failed with the reason, and the error returned.
     pub(crate) fn save(&self, run: &RunRecord) -> Result<(), RecordError> {
         let mut run = run.clone();
         run.summary = Some(summary::summarize_run(&run));
         let _lock = lock(&self.path)?;
-        let mut file = read_or_empty(&self.path)?;
-        file.tokfire_results = FORMAT;
-        match file.runs.iter_mut().find(|r| r.id == run.id) {
-            Some(slot) => *slot = run,
-            None => file.runs.push(run),
-        }
-        write_atomic(&self.path, &file)
+        let saved = if run.status == RunStatus::Running {
+            inflight::write(&self.path, &run)
+        } else {
+            match lines::append(&self.path, &lines::run_line(&run)) {
+                Ok(()) => {
+                    inflight::remove(&self.path, &run.id);
+                    Ok(())
+                }
+                // Kept whole beside the record, where readers find it; still an error.
+                Err(e) if inflight::write(&self.path, &run).is_ok() => {
+                    return Err(write_err(&self.path)(e))
+                }
+                Err(e) => Err(e),
+            }
+        };
+        saved.map_err(|e| {
+            let reason = format!(
+                "cannot write {}: {e}; the rounds saved before are kept",
+                self.path.display()
+            );
+            let _ = inflight::mark_failed(&self.path, &run.id, &reason);
+            write_err(&self.path)(e)
+        })
     }
 
     /// Appends `text` to the plain-text log beside the record (`NAME.txt`).

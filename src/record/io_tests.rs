@@ -47,3 +47,87 @@ fn stored_values_a_presenter_trusts_are_checked_on_reading() {
     v["runs"][0]["config"]["headroom"] = json!(-0.5);
     assert!(refused(&v).contains("headroom"));
 }
+
+fn fixture_runs() -> Vec<RunRecord> {
+    parse(Path::new("r.json"), &fixture().to_string())
+        .unwrap()
+        .runs
+}
+
+#[test]
+fn a_run_is_kept_beside_the_record_while_it_runs_and_appended_when_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let w = RecordWriter::open(&path).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        lines::header_line()
+    );
+    let mut run = fixture_runs().remove(0);
+    run.status = RunStatus::Running;
+    w.save(&run).unwrap();
+    let side = inflight::path(&path, &run.id);
+    assert!(side.exists());
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        lines::header_line()
+    );
+    let seen = read(&path).unwrap();
+    assert_eq!(seen.runs.len(), 1);
+    assert_eq!(seen.runs[0].status, RunStatus::Running);
+    run.status = RunStatus::Complete;
+    w.save(&run).unwrap();
+    assert!(!side.exists(), "the run's own file goes when it ends");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 2, "a header and one run");
+    let seen = read(&path).unwrap();
+    assert_eq!(seen.tokfire_results, FORMAT);
+    assert_eq!(seen.runs.len(), 1);
+    assert_eq!(seen.runs[0].status, RunStatus::Complete);
+}
+
+#[test]
+fn an_older_record_is_rewritten_once_in_lines_with_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    std::fs::write(&path, fixture().to_string()).unwrap();
+    let before = read(&path).unwrap();
+    RecordWriter::open(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(&lines::header_line()));
+    let after = read(&path).unwrap();
+    assert_eq!(
+        serde_json::to_value(&before.runs).unwrap(),
+        serde_json::to_value(&after.runs).unwrap()
+    );
+    // Opening again leaves a file of this layout alone.
+    RecordWriter::open(&path).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+#[test]
+fn a_run_in_the_record_wins_over_a_leftover_file_of_the_same_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let w = RecordWriter::open(&path).unwrap();
+    let mut run = fixture_runs().remove(0);
+    run.status = RunStatus::Complete;
+    w.save(&run).unwrap();
+    // A writer killed between appending and removing its file leaves the older copy.
+    let mut stale = run.clone();
+    stale.status = RunStatus::Running;
+    inflight::write(&path, &stale).unwrap();
+    let seen = read(&path).unwrap();
+    assert_eq!(seen.runs.len(), 1);
+    assert_eq!(seen.runs[0].status, RunStatus::Complete);
+}
+
+#[test]
+fn a_newer_lines_header_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    std::fs::write(&path, "{\"tokfire_results\":99,\"layout\":\"lines\"}\n").unwrap();
+    let err = read(&path).unwrap_err().to_string();
+    assert!(err.contains("newer tokfire") && err.contains("99"), "{err}");
+    assert!(RecordWriter::open(&path).is_err());
+}

@@ -1,8 +1,8 @@
-//! The result record: one JSON document per results file holding every run appended to it
-//! (failed runs too), each with its whole configuration, launch command, provenance, model and
-//! workload identity, every raw sample, and the figures derived from them (`summary`, computed
-//! by the same code that prints the sheet). `bench` writes records; `report` (and everything that
-//! compares runs) only reads them, through [`io`].
+//! The result record: a results file holds every run appended to it (failed runs too; one JSON
+//! line per run, [`lines`]), each with its whole configuration, launch command, provenance,
+//! model and workload identity, every raw sample, and the figures derived from them (`summary`,
+//! computed by the same code that prints the sheet). `bench` writes records; `report` (and
+//! everything that compares runs) only reads them, through [`io`].
 
 pub mod ab;
 pub mod arms;
@@ -10,8 +10,10 @@ pub mod baseline;
 pub mod calibration;
 pub mod cold;
 pub mod diff;
-pub(crate) mod io;
+pub(crate) mod inflight;
+pub mod io;
 pub mod kind;
+pub(crate) mod lines;
 pub mod load;
 pub mod prefill;
 pub mod prefix;
@@ -41,10 +43,12 @@ use crate::workload::{Outcome, ToolCall, Workload};
 /// their own (`scheduler`, `load.split`); 4 added the `prefill` and `spec-cost` kinds and the
 /// per-request speculation counters; 5 the synthetic drafter's reference pass
 /// (`drafter.reference_*`), prefill's `--cold-start` starts and the level's `stall_ms_per_token` in place of `stall_share`
-/// (still read from older files, no longer shown). Version 1 to 4 files still load (a summary
-/// is derived on reading, a kind from the payload the run carries; the new fields are absent,
-/// read as empty).
-pub(crate) const FORMAT: u32 = 5;
+/// (still read from older files, no longer shown); 6 the append-friendly layout ([`lines`]:
+/// a header line, then a run per line) in place of one JSON document. Version 1 to 5 files
+/// still load (a summary is derived on reading, a kind from the payload the run carries; the
+/// new fields are absent, read as empty) and are rewritten in the new layout when a run is
+/// next added to them.
+pub(crate) const FORMAT: u32 = 6;
 
 /// A results file: every run appended to it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -317,8 +317,7 @@ fn compare_refuses_other_workloads_and_accepts_other_builds() {
     );
     assert!(ok(&["compare", xs, ys, "--force"]).contains("warning (--force)"));
     // Another build of the same run: comparable, and the difference is listed.
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&x).unwrap()).unwrap();
+    let mut v = support::doc(&x);
     v["runs"][0]["build"]["git_commit"] = "0123456789abcdef".into();
     v["runs"][0]["id"] = "older".into();
     let z = dir.path().join("z.json");
@@ -425,8 +424,7 @@ fn compare_matches_levels_by_job_count_never_by_position() {
     );
     // Same job sets in another order are still matched by count: a record with its levels
     // stored 2 then 1 compares 1 with 1.
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&x).unwrap()).unwrap();
+    let mut v = support::doc(&x);
     let run = &mut v["runs"][0];
     run["levels"].as_array_mut().unwrap().reverse();
     run["summary"]["levels"].as_array_mut().unwrap().reverse();
@@ -448,9 +446,9 @@ fn rerun_treats_the_record_as_data_and_repeats_only_runs_and_sweeps() {
     let dir = tempfile::tempdir().unwrap();
     let x = dir.path().join("x.json");
     one_run(dir.path(), WORKLOAD, x.to_str().unwrap());
-    let text = std::fs::read_to_string(&x).unwrap();
+    let stored = support::doc(&x);
     let edit = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
-        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut v = stored.clone();
         f(&mut v["runs"][0]);
         let p = dir.path().join(name);
         std::fs::write(&p, v.to_string()).unwrap();

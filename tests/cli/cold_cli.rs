@@ -213,10 +213,10 @@ fn drop_caches_without_root_is_a_clear_error() {
 
 /// Starts in the first run of `out` (0 before the file exists; it is valid whenever it does).
 fn starts_saved(out: &Path) -> usize {
-    let Ok(text) = std::fs::read_to_string(out) else {
+    if !out.exists() {
         return 0;
-    };
-    let file: ResultsFile = serde_json::from_str(&text).expect("the record is always valid JSON");
+    }
+    let file: ResultsFile = tokfire::record::io::read(out).expect("the record is always valid");
     file.runs
         .first()
         .and_then(|r| r.cold())
@@ -340,4 +340,64 @@ fn a_model_another_process_maps_is_named_and_private_copy_makes_it_cold() {
         .collect();
     assert!(left.is_empty(), "the private copy is removed");
     drop(map);
+}
+
+/// The state letter and parent of process `pid` (`/proc/PID/stat`), if it exists.
+fn proc_stat(pid: u32) -> Option<(char, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name in parentheses may hold spaces: the fields after its last ')'.
+    let mut rest = text[text.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    Some((state, rest.next()?.parse().ok()?))
+}
+
+fn children_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&pid| proc_stat(pid).is_some_and(|(_, ppid)| ppid == parent))
+        .collect()
+}
+
+#[test]
+fn a_start_dies_with_a_killed_parent() {
+    let dir = disk_dir();
+    let m = tiny(dir.path());
+    let out = dir.path().join("cold.json");
+    let mut a = cold_args(m.to_str().unwrap(), out.to_str().unwrap());
+    a.extend(["--repeat", "50", "--timeout", "60"]);
+    let mut parent = std::process::Command::new(assert_cmd::cargo::cargo_bin("tokfire"))
+        .args(&a)
+        .env("TOKFIRE_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let kill = |pid: u32, sig| unsafe { libc::kill(pid as i32, sig) };
+    // Catch a start and stop it, so that it cannot end on its own.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let kid = 'caught: loop {
+        assert!(
+            parent.try_wait().unwrap().is_none(),
+            "cold ended before a start was caught"
+        );
+        assert!(std::time::Instant::now() < deadline, "no start seen");
+        for pid in children_of(parent.id()) {
+            kill(pid, libc::SIGSTOP);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if proc_stat(pid).is_some_and(|(s, _)| s == 'T') {
+                break 'caught pid;
+            }
+        }
+    };
+    kill(parent.id(), libc::SIGKILL);
+    parent.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while proc_stat(kid).is_some_and(|(s, _)| s != 'Z') {
+        if std::time::Instant::now() > deadline {
+            kill(kid, libc::SIGKILL);
+            panic!("start {kid} outlived its killed parent");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

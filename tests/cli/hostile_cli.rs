@@ -185,8 +185,7 @@ fn escape_sequences_in_a_record_never_reach_the_terminal() {
         out.to_str().unwrap(),
     ));
     support::ok(&a);
-    let text = std::fs::read_to_string(&out).unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut v = support::doc(&out);
     v["runs"][0]["workload"]["name"] = "evil\u{1b}]0;owned\u{7}\u{1b}[2J".into();
     v["runs"][0]["config"]["model"]["model"] = "m\u{9b}31m".into();
     let evil = dir.path().join("evil.json");
@@ -221,9 +220,8 @@ fn a_session_stopped_by_a_signal_keeps_its_finished_steps() {
     ]);
     // Wait until the request step is saved: the session then sits in its 10-minute gap.
     let steps = || -> usize {
-        std::fs::read_to_string(&out)
+        tokfire::record::io::read(&out)
             .ok()
-            .and_then(|t| serde_json::from_str::<tokfire::record::ResultsFile>(&t).ok())
             .and_then(|f| {
                 f.runs
                     .first()

@@ -119,11 +119,24 @@ fn survives(args: &[&str], case: &str) -> bool {
     out.status.success()
 }
 
+/// The document `doc` in the lines layout: its (mutated) version in the header line, then each
+/// of its runs on a line (what is not a list of runs, whole on one line).
+fn as_lines(doc: &Value) -> String {
+    let header = json!({"tokfire_results": doc["tokfire_results"], "layout": "lines"});
+    let mut out = format!("{header}\n");
+    match doc["runs"].as_array() {
+        Some(runs) => runs.iter().for_each(|r| out.push_str(&format!("{r}\n"))),
+        None => out.push_str(&format!("{}\n", doc["runs"])),
+    }
+    out
+}
+
 /// `n` mutants of the results file `base`, each through every reading verb; how many mutants
 /// `report` read (the rest it refused).
 fn campaign(base: &Path, dir: &Path, n: usize, seed: u64) -> usize {
     let mut read = 0;
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(base).unwrap()).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(base).unwrap())
+        .unwrap_or_else(|_| support::doc(base));
     for i in 0..n {
         let mut rng = StdRng::seed_from_u64(seed ^ (i as u64) << 16);
         let mut m = doc.clone();
@@ -134,7 +147,17 @@ fn campaign(base: &Path, dir: &Path, n: usize, seed: u64) -> usize {
         let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-records");
         std::fs::create_dir_all(&kept).unwrap();
         let file = kept.join(format!("mutant-{seed}-{i}.json"));
-        std::fs::write(&file, serde_json::to_string(&m).unwrap()).unwrap();
+        // Every other mutant in the lines layout (header, a run per line), the rest as one
+        // document: both readers get hostile input.
+        std::fs::write(
+            &file,
+            if i % 2 == 0 {
+                as_lines(&m)
+            } else {
+                m.to_string()
+            },
+        )
+        .unwrap();
         let f = file.to_str().unwrap();
         let html = dir.join("page.html");
         let case = format!("{} seed {seed} case {i} ({f})", base.display());

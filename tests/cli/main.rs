@@ -16,6 +16,7 @@ mod hostile_cli;
 mod hostile_records;
 mod prefill_cli;
 mod prefix_cli;
+mod record_writes;
 mod results_cli;
 mod session_cli;
 mod spec_cli;

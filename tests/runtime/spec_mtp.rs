@@ -388,7 +388,7 @@ fn cli(args: &[&str], model: &Path, wl: &Path, out: &Path) -> String {
 }
 
 fn results(out: &Path) -> tokfire::record::ResultsFile {
-    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+    tokfire::record::io::read(out).unwrap()
 }
 
 #[test]

@@ -90,7 +90,13 @@ pub fn workload(dir: &Path, text: &str) -> PathBuf {
 }
 
 pub fn read(path: &Path) -> ResultsFile {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    tokfire::record::io::read(path).unwrap()
+}
+
+/// The record at `path` as one JSON document (`{"tokfire_results", "runs"}`, the layout before
+/// schema 6, which every reader still takes): for tests that edit a stored run.
+pub fn doc(path: &Path) -> serde_json::Value {
+    serde_json::to_value(read(path)).unwrap()
 }
 
 pub fn args<'a>(model: &'a str, wl: &'a str, out: &'a str) -> Vec<&'a str> {
@@ -129,11 +135,10 @@ pub fn spawn(args: &[&str]) -> std::process::Child {
 /// Waits until the first run in `out` holds `n` rounds; the file must be valid whenever it exists.
 pub fn wait_for_rounds(child: &mut std::process::Child, out: &Path, n: usize) {
     let saved = || -> usize {
-        let Ok(text) = std::fs::read_to_string(out) else {
+        if !out.exists() {
             return 0;
-        };
-        let file: ResultsFile =
-            serde_json::from_str(&text).expect("the record is always valid JSON");
+        }
+        let file = tokfire::record::io::read(out).expect("the record is always valid");
         file.runs
             .first()
             .map_or(0, |r| r.levels.iter().map(|l| l.rounds.len()).sum())

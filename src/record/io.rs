@@ -199,6 +199,7 @@ fn check_stored(file: &ResultsFile) -> Result<(), String> {
         crate::workload::load::check_criteria(&run.workload.criteria, &name)
             .map_err(|e| e.to_string())?;
         super::stored::check(run)?;
+        super::stored::check_magnitudes(run)?;
         if !(0.0..1.0).contains(&run.config.headroom) {
             return Err(format!(
                 "run {}: headroom {} is not a fraction below 1; the record was edited or damaged",

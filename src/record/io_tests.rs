@@ -131,3 +131,27 @@ fn a_newer_lines_header_is_refused_by_name() {
     assert!(err.contains("newer tokfire") && err.contains("99"), "{err}");
     assert!(RecordWriter::open(&path).is_err());
 }
+
+#[test]
+fn a_negative_time_rate_or_size_anywhere_in_a_run_is_refused_by_its_path() {
+    let mut v = fixture();
+    v["runs"][0]["summary"] = serde_json::to_value(fixture_runs()[0].summary()).unwrap();
+    assert!(parse(Path::new("r.json"), &v.to_string()).is_ok());
+    let mut bad = v.clone();
+    bad["runs"][0]["summary"]["levels"][1]["ttft_median_s"] = json!(-0.5);
+    let err = refused(&bad);
+    assert!(
+        err.contains("summary.levels[1].ttft_median_s (-0.5) is negative"),
+        "{err}"
+    );
+    let mut bad = v.clone();
+    bad["runs"][0]["summary"]["levels"][0]["job_tok_s_median"] = json!(-3);
+    assert!(refused(&bad).contains("job_tok_s_median"));
+    let mut bad = v.clone();
+    bad["runs"][0]["load"]["seconds"] = json!(-1);
+    assert!(refused(&bad).contains("load.seconds"));
+    // A count or a seed may be anything its type holds; -0 is no negative time.
+    let mut fine = v;
+    fine["runs"][0]["summary"]["levels"][0]["ttft_median_s"] = json!(-0.0);
+    assert!(parse(Path::new("r.json"), &fine.to_string()).is_ok());
+}

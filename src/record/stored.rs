@@ -2,7 +2,11 @@
 //! them: a results file is hostile input, so a count no run could record (a step of 2^32
 //! sequences) or a negative or infinite time is refused naming where it sits, instead of being
 //! rendered as a figure. The bounds are those of the command line (`--jobs`) and the model
-//! loader (the longest context), generous for any real run.
+//! loader (the longest context), generous for any real run. Beyond the samples, every stored
+//! figure whose name says it is a time, rate, size or share (`…_s`, `…_ms…`, `…tok_s…`,
+//! `…bytes…`, `…fraction`, `…share`, `joules…`) anywhere in a run — summaries, prefill cells,
+//! spec-cost steps, cold starts, drafter and load splits — is checked not negative, so no
+//! presenter shows a negative duration read from a file.
 
 use super::{LevelRecord, RoundRecord, RunRecord, StepSample, TaskSample};
 use crate::config::run::MAX_JOBS;
@@ -24,6 +28,61 @@ pub(crate) fn check(run: &RunRecord) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Refuses a negative time, rate, size or share anywhere in `run`, naming where it sits.
+pub(crate) fn check_magnitudes(run: &RunRecord) -> Result<(), String> {
+    let value = serde_json::to_value(run).map_err(|e| e.to_string())?;
+    walk(&value, &mut String::new(), false).map_err(|at| {
+        format!(
+            "run {}: {at} is negative; a time, rate, size or share never is (the record was \
+             edited or damaged)",
+            run.id
+        )
+    })
+}
+
+/// Whether a field named `key` holds a magnitude: one of its words is a unit or a share.
+fn is_magnitude(key: &str) -> bool {
+    key.split('_').any(|w| {
+        matches!(
+            w,
+            "s" | "ms" | "bytes" | "tok" | "fraction" | "share" | "joules" | "seconds"
+        )
+    })
+}
+
+/// Walks `v` (at path `at`); `magnitude` when the nearest field name says so. The path of the
+/// first negative number is the error.
+fn walk(v: &serde_json::Value, at: &mut String, magnitude: bool) -> Result<(), String> {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if magnitude && n.as_f64().is_some_and(|x| x < 0.0) => {
+            Err(format!("{at} ({n})"))
+        }
+        Value::Array(items) => {
+            let len = at.len();
+            for (i, item) in items.iter().enumerate() {
+                at.push_str(&format!("[{i}]"));
+                walk(item, at, magnitude)?;
+                at.truncate(len);
+            }
+            Ok(())
+        }
+        Value::Object(fields) => {
+            let len = at.len();
+            for (k, item) in fields {
+                if !at.is_empty() {
+                    at.push('.');
+                }
+                at.push_str(k);
+                walk(item, at, is_magnitude(k))?;
+                at.truncate(len);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 fn check_level(level: &LevelRecord) -> Result<(), String> {

@@ -13,6 +13,7 @@ mod chat_template_cli;
 mod cli;
 mod cold_cli;
 mod hostile_cli;
+mod hostile_flags;
 mod hostile_records;
 mod prefill_cli;
 mod prefix_cli;

@@ -155,3 +155,36 @@ fn a_negative_time_rate_or_size_anywhere_in_a_run_is_refused_by_its_path() {
     fine["runs"][0]["summary"]["levels"][0]["ttft_median_s"] = json!(-0.0);
     assert!(parse(Path::new("r.json"), &fine.to_string()).is_ok());
 }
+
+#[test]
+fn saving_a_run_never_rewrites_the_runs_before_it() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let mut runs = fixture_runs();
+    let mut first = runs.remove(0);
+    first.status = RunStatus::Complete;
+    RecordWriter::open(&path).unwrap().save(&first).unwrap();
+    let (before, inode) = (
+        std::fs::read(&path).unwrap(),
+        std::fs::metadata(&path).unwrap().ino(),
+    );
+    let w = RecordWriter::open(&path).unwrap();
+    let mut second = first.clone();
+    second.id = "second".into();
+    for status in [RunStatus::Running, RunStatus::Running, RunStatus::Complete] {
+        second.status = status;
+        w.save(&second).unwrap();
+        let now = std::fs::read(&path).unwrap();
+        assert!(
+            now.starts_with(&before),
+            "the earlier bytes stay as they were"
+        );
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().ino(),
+            inode,
+            "not replaced"
+        );
+    }
+    assert_eq!(read(&path).unwrap().runs.len(), 2);
+}

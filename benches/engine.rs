@@ -186,7 +186,7 @@ fn main() {
         chat_template: None,
         load: Default::default(),
     };
-    let ours = tokfire::model::load(&cfg).unwrap();
+    let ours = tokfire::model::load(&cfg, tokfire::model::Kernels::Ours).unwrap();
     let mut stock = ours.model.as_llama().is_some().then(|| stock_model(&path));
     let (p128, p512) = (
         prompt_of(&ours.tokenizer, 128),

@@ -201,7 +201,8 @@ pub struct RuntimeArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Quantized-matmul kernels on the CPU: auto (the best this CPU has), scalar, avx2 or
-    /// avx512-vnni.
+    /// avx512-vnni; or candle: candle's own matmuls and tensor ops, the device-generic path a
+    /// GPU runs, on the CPU.
     #[arg(long, default_value = "auto")]
     pub kernels: String,
 }

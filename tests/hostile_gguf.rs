@@ -332,7 +332,7 @@ fn counts_and_lengths_beyond_the_file() {
         b[at..at + 8].copy_from_slice(&x.to_le_bytes());
         let path = work_dir("cases").join(format!("count-{at}-{x}.gguf"));
         std::fs::write(&path, &b).unwrap();
-        let err = tokfire::model::load(&config(&path, false))
+        let err = tokfire::model::load(&config(&path, false), tokfire::model::Kernels::Ours)
             .err()
             .expect("refused");
         assert!(matches!(err, ModelError::BadGguf { .. }), "{err}");

@@ -39,6 +39,10 @@ const DRIFT: &[(&str, &str)] = &[
         "dense storage or another device changes the arithmetic",
     ),
     (
+        "runtime.candle",
+        "candle's kernels quantize activations and sum in their own way",
+    ),
+    (
         "runtime.kernels",
         "SIMD levels may round the last bit differently",
     ),
@@ -58,15 +62,17 @@ pub fn drift(a: &RunConfig, b: &RunConfig) -> Option<&'static str> {
         .map(|(_, why)| *why)
 }
 
-/// Whether each arm needs its own model load: the arms differ in the model or its storage.
+/// Whether each arm needs its own model load: the arms differ in the model, its storage or
+/// whose kernels run it.
 pub fn reload(a: &RunConfig, b: &RunConfig) -> bool {
     !crate::record::diff::differences(&a.model, &b.model).is_empty()
+        || a.runtime.candle != b.runtime.candle
 }
 
 /// `ab --help` after the keys: metrics, the verdict's rules, examples.
 pub fn help() -> String {
     format!(
-        "Metrics (--expect), each the median over measured rounds of the round's own figure (so not\nthe run sheet's median over all tasks): decode (1 / the round's median TPOT, tok/s), prefill\n(prompt tok/s), ttft and completion (the round's medians), load (a warm load of the arm's model\nbefore each round), memory (peak RSS per round), aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary schedule=fifo,decode-first --format json --exit-code   # CI: 1 unless keep\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n  tokfire ab --vary prefix-cache=off,on --workload shared-prefix --expect ttft\n",
+        "Metrics (--expect), each the median over measured rounds of the round's own figure (so not\nthe run sheet's median over all tasks): decode (1 / the round's median TPOT, tok/s), prefill\n(prompt tok/s), ttft and completion (the round's medians), load (a warm load of the arm's model\nbefore each round), memory (peak RSS per round), aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary schedule=fifo,decode-first --format json --exit-code   # CI: 1 unless keep\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary kernels=auto,candle --expect decode         # our kernels vs candle's\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n  tokfire ab --vary prefix-cache=off,on --workload shared-prefix --expect ttft\n",
         VERDICT_HELP
     )
 }
@@ -428,7 +434,7 @@ fn rounds(
 /// the round so its memory and time stay out of the round's figures.
 fn load_sample(cfg: &RunConfig, rt: &Runtime) -> Result<f64, BenchError> {
     let _in = rt.enter();
-    let loaded = crate::model::load(&cfg.model)?;
+    let loaded = crate::model::load(&cfg.model, cfg.runtime.matmuls())?;
     Ok(loaded.load_time.as_secs_f64())
 }
 
@@ -475,3 +481,7 @@ fn one_round(
 fn setup_jobs(state: &ArmState) -> usize {
     state.record.config.jobs[0]
 }
+
+#[cfg(test)]
+#[path = "ab_tests.rs"]
+mod tests;

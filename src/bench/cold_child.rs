@@ -41,7 +41,7 @@ pub fn run(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
 
 /// Load, warm-up and the prompt (model steps on the entered runtime's workers).
 fn start(spec: &ChildSpec, main_ns: u64) -> Result<ChildReport, BenchError> {
-    let loaded = crate::model::load(&spec.model)?;
+    let loaded = crate::model::load(&spec.model, spec.runtime.matmuls())?;
     let loaded_ns = monotonic::now_ns();
     let ids = match &spec.ids {
         Some(ids) => checked_ids(ids, loaded.tokenizer.info.vocab_size)?,

@@ -21,7 +21,7 @@ pub(crate) fn start(cfg: &RuntimeConfig) -> Result<Runtime, ConfigError> {
 /// [`start`] builds, without building it: a `cold` parent describes what its children run).
 pub(crate) fn info(cfg: &RuntimeConfig, device: DeviceSpec) -> RuntimeInfo {
     let kernels = match device {
-        DeviceSpec::Cpu => format!(
+        DeviceSpec::Cpu if !cfg.candle => format!(
             "tokfire kernels {}",
             cfg.kernels.unwrap_or_else(kernels::detect)
         ),

@@ -196,7 +196,8 @@ fn run_step(
                 dtype: *dtype,
                 ..plan.config.model.clone()
             };
-            let (l, warm) = load_step(&cfg, *evict, &mut e)?;
+            let kernels = plan.config.runtime.matmuls();
+            let (l, warm) = load_step(&cfg, kernels, *evict, &mut e)?;
             e.warmup_s = Some(warm);
             state.prefix = prefix_cache(&plan.config, &l)?;
             state.loaded = Some(l);
@@ -271,6 +272,7 @@ fn with_history(prompt: &Prompt, history: &[Message]) -> Prompt {
 /// Evicts when asked, reads residency, loads and warms up; fills the load fields of `e`.
 fn load_step(
     cfg: &ModelConfig,
+    kernels: model::Kernels,
     evict: bool,
     e: &mut StepRecord,
 ) -> Result<(Loaded, f64), BenchError> {
@@ -290,7 +292,7 @@ fn load_step(
             crate::measure::holders::FIX_BY_HAND,
         ));
     }
-    let l = model::load(cfg)?;
+    let l = model::load(cfg, kernels)?;
     e.load_s = Some(l.load_time.as_secs_f64());
     e.split = l.split.as_ref().map(Into::into);
     let t = Instant::now();

@@ -29,7 +29,7 @@ pub(crate) fn prepare(
     let draft = match &spec.method {
         SpecMethod::None => return Ok(None),
         SpecMethod::Draft { model } => {
-            let draft = second_model::load(spec, &cfg.model, model)?;
+            let draft = second_model::load(spec, (&cfg.model, cfg.runtime.matmuls()), model)?;
             second_model::same_vocabulary(
                 &cfg.model.model,
                 &target.tokenizer,

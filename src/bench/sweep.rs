@@ -168,7 +168,7 @@ pub(crate) fn prepare(
     let page_cache = pagecache::residency(&file_refs);
     let disk_before = memory::disk_read_bytes();
     let _in = rt.enter();
-    let loaded = model::load(&cfg.model)?;
+    let loaded = model::load(&cfg.model, cfg.runtime.matmuls())?;
     record.load = LoadClock {
         seconds: loaded.load_time.as_secs_f64(),
         page_cache,

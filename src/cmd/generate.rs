@@ -20,18 +20,18 @@ pub(crate) fn run(args: GenerateArgs) -> anyhow::Result<()> {
     let rt = crate::bench::runtime::start(&runtime)?;
     let info = crate::bench::runtime::info(&runtime, cfg.device);
     let _in = rt.enter();
-    generate_on(&args, &cfg, &info, sampling)
+    generate_on(&args, (&cfg, runtime.matmuls()), &info, sampling)
 }
 
 /// Loads, generates and prints (model steps on the entered runtime's workers).
 fn generate_on(
     args: &GenerateArgs,
-    cfg: &crate::config::ModelConfig,
+    (cfg, kernels): (&crate::config::ModelConfig, model::Kernels),
     runtime: &crate::config::RuntimeInfo,
     sampling: crate::config::SamplingConfig,
 ) -> anyhow::Result<()> {
     let seen = crate::measure::sentinel::Snapshot::take();
-    let loaded = model::load(cfg)?;
+    let loaded = model::load(cfg, kernels)?;
     let prompt = prompt_text(args, &loaded)?;
     let ids = loaded.tokenizer.encode(&prompt)?;
     let params = GenerateParams {

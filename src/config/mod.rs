@@ -124,10 +124,14 @@ pub struct RuntimeConfig {
     pub threads: Option<usize>,
     /// Kernel level forced with `--kernels` (none = the best this CPU has).
     pub kernels: Option<Level>,
+    /// `--kernels candle`: candle's own quantized matmuls and tensor ops instead of ours, the
+    /// device-generic path a GPU runs (written only when set).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub candle: bool,
 }
 
 impl RuntimeConfig {
-    /// From `--threads` and `--kernels auto|scalar|avx2|avx512-vnni`.
+    /// From `--threads` and `--kernels auto|scalar|avx2|avx512-vnni|candle`.
     pub(crate) fn parse(threads: Option<usize>, kernels: &str) -> Result<Self, ConfigError> {
         if threads == Some(0) {
             let why = "must be at least 1 (leave it out for all cores)";
@@ -141,8 +145,9 @@ impl RuntimeConfig {
             );
             return Err(ConfigError::flag("--threads", n.to_string(), why));
         }
+        let candle = kernels == "candle";
         let kernels = match kernels {
-            "auto" => None,
+            "auto" | "candle" => None,
             s => Some(
                 s.parse::<Level>()
                     .map_err(|e| ConfigError::flag("--kernels", s, e))?,
@@ -155,12 +160,45 @@ impl RuntimeConfig {
             );
             return Err(ConfigError::flag("--kernels", level.to_string(), why));
         }
-        Ok(Self { threads, kernels })
+        Ok(Self {
+            threads,
+            kernels,
+            candle,
+        })
     }
 
-    /// `--kernels` as typed: `auto` or the forced level.
+    /// `--kernels` as typed: `auto`, the forced level or `candle`.
     pub(crate) fn kernels_flag(&self) -> String {
-        self.kernels.map_or("auto".into(), |l| l.to_string())
+        match self.candle {
+            true => "candle".into(),
+            false => self.kernels.map_or("auto".into(), |l| l.to_string()),
+        }
+    }
+
+    /// Which code runs the model's matmuls and attention: ours on the CPU, unless `--kernels
+    /// candle` asks for candle's (what a GPU runs).
+    pub(crate) fn matmuls(&self) -> Kernels {
+        match self.candle {
+            true => Kernels::Candle,
+            false => Kernels::Ours,
+        }
+    }
+}
+
+/// Whose code runs a model's matmuls and attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernels {
+    /// Ours on the CPU (quantized matmuls, attention on slices); candle's on other devices.
+    Ours,
+    /// Candle's quantized matmuls and tensor ops on every device: the device-generic path a
+    /// GPU runs, on the CPU too (`--kernels candle`).
+    Candle,
+}
+
+impl Kernels {
+    /// Whether ours run on `device`.
+    pub(crate) fn ours(self, device: &candle_core::Device) -> bool {
+        self == Kernels::Ours && device.is_cpu()
     }
 }
 

@@ -86,7 +86,7 @@ impl FromStr for Level {
             "avx2" => Ok(Level::Avx2),
             "avx512-vnni" => Ok(Level::Avx512Vnni),
             _ => Err(format!(
-                "unknown kernel level '{s}'; expected scalar, avx2 or avx512-vnni"
+                "unknown kernel level '{s}'; expected auto, scalar, avx2, avx512-vnni or candle"
             )),
         }
     }

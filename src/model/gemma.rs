@@ -61,10 +61,17 @@ impl Gemma {
         dtype: WeightDType,
     ) -> Result<Self, ModelError> {
         let device = src.device().clone();
-        if !device.is_cpu() {
+        if !src.ours() {
+            let flag = if device.is_cpu() {
+                "--kernels"
+            } else {
+                "--device"
+            };
             return Err(ModelError::Invalid {
-                path: "--device".into(),
-                detail: "Gemma 3 runs on the CPU only for now; use --device cpu".into(),
+                path: flag.into(),
+                detail: "Gemma 3 runs on our CPU kernels only for now (not on candle's ops: \
+                         another device or --kernels candle); use --device cpu and --kernels auto"
+                    .into(),
             });
         }
         let names = src.names();

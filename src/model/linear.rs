@@ -30,18 +30,20 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// From a GGUF tensor, kept quantized (`Q`) or dequantized to the dense dtype asked for.
+    /// From a GGUF tensor, kept quantized (`Q`: by our kernels when `ours` and they run its
+    /// block type, else candle's `QMatMul`) or dequantized to the dense dtype asked for.
     pub(crate) fn from_qtensor(
         q: QTensor,
         dtype: WeightDType,
-        device: &Device,
+        ours: bool,
     ) -> candle_core::Result<Self> {
+        let device = q.device();
         let weight = match dense_dtype(dtype) {
-            None => match kernel_matrix(&q, device)? {
+            None => match kernel_matrix(&q, ours)? {
                 Some(m) => Weight::Kernel(Arc::new(m)),
                 None => Weight::Quant(QMatMul::from_qtensor(q)?),
             },
-            Some(dt) => Weight::Dense(q.dequantize(device)?.to_dtype(dt)?),
+            Some(dt) => Weight::Dense(q.dequantize(&device)?.to_dtype(dt)?),
         };
         Ok(Self { weight, bias: None })
     }
@@ -165,16 +167,16 @@ pub(crate) fn dense_dtype(dtype: WeightDType) -> Option<DType> {
     }
 }
 
-/// The GGUF bytes of `q` as a [`QMatrix`] when our kernels handle it: on the CPU, a 2-D
-/// `[out, in]` matrix of a supported block type.
-fn kernel_matrix(q: &QTensor, device: &Device) -> candle_core::Result<Option<QMatrix>> {
+/// The GGUF bytes of `q` as a [`QMatrix`] when our kernels handle it: `ours` (on the CPU), a
+/// 2-D `[out, in]` matrix of a supported block type.
+fn kernel_matrix(q: &QTensor, ours: bool) -> candle_core::Result<Option<QMatrix>> {
     let Some(qtype) = QType::from_ggml(q.dtype()) else {
         return Ok(None);
     };
     let &[n, k] = q.shape().dims() else {
         return Ok(None);
     };
-    if !device.is_cpu() {
+    if !ours {
         return Ok(None);
     }
     Ok(QMatrix::new(qtype, n, k, q.data()?.into_owned()))

@@ -12,7 +12,7 @@ use super::attention::{self, Dims, KvSlices, Scoring, SegmentRows, Split};
 use super::embedding::Embedding;
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
-use super::projections::{cpu_f32, qk_norm, with_f32, GateUp, Qkv};
+use super::projections::{cpu_f32, qk_norm, qk_norm_ops, with_f32, GateUp, Qkv};
 use super::weights::WeightSource;
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
@@ -107,6 +107,8 @@ pub struct Llama {
     /// Identity tables (cos 1, sin 0) for the layers without RoPE, when the family has any.
     nope: Option<(Tensor, Tensor)>,
     device: Device,
+    /// Our kernels and the CPU attention on slices (else candle ops: the device-generic path).
+    ours: bool,
     /// The first multi-token-prediction block, when the file has any (`cfg.nextn > 0`).
     nextn: Option<nextn::Nextn>,
 }
@@ -158,15 +160,6 @@ impl Llama {
             0 => None,
             _ => Some(nextn::Nextn::load(&cfg, src, dtype)?),
         };
-        if (cfg.fused || cfg.rope_dims > 0) && !device.is_cpu() {
-            return Err(ModelError::Invalid {
-                path: "--device".into(),
-                detail: format!(
-                    "{} runs on the CPU only for now; use --device cpu",
-                    cfg.arch
-                ),
-            });
-        }
         let positions = cfg.context_length.clamp(1, MAX_ROPE_POSITIONS);
         let freqs = rope_freqs(&cfg, src)?;
         let scaling = cfg.rope_scaling;
@@ -198,6 +191,7 @@ impl Llama {
             sin,
             nope,
             device,
+            ours: src.ours(),
             nextn,
         })
     }
@@ -303,7 +297,7 @@ impl Llama {
 
     /// The candle-op attention's inputs (none on the CPU, whose attention works on slices).
     fn generic(&self, plan: &StepPlan) -> Result<Option<Generic>, EngineError> {
-        Ok(match self.device.is_cpu() {
+        Ok(match self.ours {
             true => None,
             false => Some(self.generic_inputs(plan)?),
         })
@@ -326,7 +320,10 @@ impl Llama {
             None => qkv,
             Some((q, k)) => {
                 let heads = (c.heads, c.kv_heads, c.head_dim);
-                qk_norm(&qkv, heads, (q, k), c.rms_eps as f32, &self.device)?
+                match self.ours {
+                    true => qk_norm(&qkv, heads, (q, k), c.rms_eps as f32, &self.device)?,
+                    false => qk_norm_ops(&qkv, heads, (q, k), c.rms_eps as f32)?,
+                }
             }
         };
         let attn = match generic {
@@ -455,12 +452,23 @@ impl Llama {
         }
     }
 
+    /// RoPE on the first `rot` dimensions of each head (all of them unless the family rotates
+    /// part of the head, as phi3 does); the rest pass through.
     fn rope(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> candle_core::Result<Tensor> {
-        if self.cfg.rope_interleaved {
-            candle_nn::rotary_emb::rope_i(x, cos, sin)
-        } else {
-            candle_nn::rotary_emb::rope(x, cos, sin)
+        let (rot, hd) = (self.cfg.rot(), self.cfg.head_dim);
+        let rotate = |x: &Tensor| match self.cfg.rope_interleaved {
+            true => candle_nn::rotary_emb::rope_i(x, cos, sin),
+            false => candle_nn::rotary_emb::rope(x, cos, sin),
+        };
+        if rot == hd {
+            return rotate(x);
         }
+        let last = x.rank() - 1;
+        let turned = rotate(&x.narrow(last, 0, rot)?.contiguous()?)?;
+        Tensor::cat(
+            &[turned, x.narrow(last, rot, hd - rot)?.contiguous()?],
+            last,
+        )
     }
 }
 

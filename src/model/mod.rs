@@ -128,14 +128,16 @@ pub struct Loaded {
     pub split: Option<mapped::LoadSplit>,
 }
 
-/// Resolves and loads `cfg.model` onto its device.
-pub fn load(cfg: &ModelConfig) -> Result<Loaded, ModelError> {
+pub use crate::config::Kernels;
+
+/// Resolves and loads `cfg.model` onto its device, its matmuls run by `kernels`.
+pub fn load(cfg: &ModelConfig, kernels: Kernels) -> Result<Loaded, ModelError> {
     let path = resolve(cfg)?;
     let device = cfg.device.open()?;
     let start = Instant::now();
     let mut loaded = match &path {
-        ModelPath::Gguf(p) => load_gguf(p, cfg, &device)?,
-        ModelPath::Safetensors(p) => load_dir(p, cfg, &device)?,
+        ModelPath::Gguf(p) => load_gguf(p, cfg, &device, kernels)?,
+        ModelPath::Safetensors(p) => load_dir(p, cfg, &device, kernels)?,
     };
     device
         .synchronize()
@@ -152,6 +154,7 @@ fn load_gguf(
     path: &Path,
     cfg: &ModelConfig,
     device: &candle_core::Device,
+    kernels: Kernels,
 ) -> Result<Loaded, ModelError> {
     let _span = tracing::info_span!("load_gguf").entered();
     let mut split = mapped::LoadSplit {
@@ -185,7 +188,7 @@ fn load_gguf(
         LoadMode::Mmap => Some(g.map()?),
         LoadMode::Copy => None,
     };
-    let mut src = weights::GgufSource::new(&mut g, device.clone(), map);
+    let mut src = weights::GgufSource::new(&mut g, device.clone(), map, kernels);
     let model = match (llama_cfg, gemma_cfg) {
         (_, Some(c)) => Model::Gemma(gemma::Gemma::load(c, &mut src, cfg.dtype)?),
         (Some(c), None) => Model::Llama(Llama::load(c, &mut src, cfg.dtype)?),
@@ -212,6 +215,7 @@ fn load_dir(
     dir: &Path,
     cfg: &ModelConfig,
     device: &candle_core::Device,
+    kernels: Kernels,
 ) -> Result<Loaded, ModelError> {
     let _span = tracing::info_span!("load_safetensors").entered();
     let config_path = dir.join("config.json");
@@ -248,7 +252,7 @@ fn load_dir(
         .filter_map(|f| std::fs::metadata(f).ok())
         .map(|m| m.len())
         .sum();
-    let mut src = weights::SafetensorsSource::open(dir, device)?;
+    let mut src = weights::SafetensorsSource::open(dir, device, kernels)?;
     let model = match (llama_cfg, gemma_cfg) {
         (_, Some(c)) => Model::Gemma(gemma::Gemma::load(c, &mut src, cfg.dtype)?),
         (Some(c), None) => Model::Llama(Llama::load(c, &mut src, cfg.dtype)?),

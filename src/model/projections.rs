@@ -125,6 +125,26 @@ pub(crate) fn cpu_f32(s: &Storage) -> candle_core::Result<&[f32]> {
     }
 }
 
+/// [`qk_norm`] through candle ops (any device: the device-generic path).
+pub(crate) fn qk_norm_ops(
+    qkv: &Tensor,
+    (heads, kv_heads, hd): (usize, usize, usize),
+    (q_w, k_w): (&[f32], &[f32]),
+    eps: f32,
+) -> candle_core::Result<Tensor> {
+    let (t, w) = qkv.dims2()?;
+    let dev = qkv.device();
+    let norm = |x: Tensor, n: usize, wt: &[f32]| -> candle_core::Result<Tensor> {
+        let wt = Tensor::from_slice(wt, hd, dev)?;
+        candle_nn::ops::rms_norm(&x.contiguous()?.reshape((t * n, hd))?, &wt, eps)?
+            .reshape((t, n * hd))
+    };
+    let q = norm(qkv.narrow(1, 0, heads * hd)?, heads, q_w)?;
+    let k = norm(qkv.narrow(1, heads * hd, kv_heads * hd)?, kv_heads, k_w)?;
+    let v = qkv.narrow(1, (heads + kv_heads) * hd, w - (heads + kv_heads) * hd)?;
+    Tensor::cat(&[q, k, v.contiguous()?], 1)
+}
+
 /// RMSNorm of every q and k head of a stacked `[T, q + k + v]` projection (`heads`: query heads,
 /// kv heads, head size; `norms`: the q and k weights, one per head element), as Gemma 3 and
 /// Qwen3 apply it before RoPE.

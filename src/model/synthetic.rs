@@ -420,15 +420,18 @@ pub fn write_safetensors_dir(dir: &Path, spec: &Spec) -> candle_core::Result<()>
 pub(crate) fn load_gguf_for_test(dir: &Path, spec: &Spec) -> super::Loaded {
     let path = dir.join(format!("synthetic-{}.gguf", spec.seed));
     write_gguf(&path, spec).expect("writing a synthetic GGUF");
-    super::load(&crate::config::ModelConfig {
-        model: path.to_string_lossy().into_owned(),
-        cache_dir: dir.to_path_buf(),
-        hf_cache_dir: dir.to_path_buf(),
-        dtype: crate::config::WeightDType::Q,
-        device: crate::config::DeviceSpec::Cpu,
-        chat_template: None,
-        load: Default::default(),
-    })
+    super::load(
+        &crate::config::ModelConfig {
+            model: path.to_string_lossy().into_owned(),
+            cache_dir: dir.to_path_buf(),
+            hf_cache_dir: dir.to_path_buf(),
+            dtype: crate::config::WeightDType::Q,
+            device: crate::config::DeviceSpec::Cpu,
+            chat_template: None,
+            load: Default::default(),
+        },
+        super::Kernels::Ours,
+    )
     .expect("loading a synthetic GGUF")
 }
 

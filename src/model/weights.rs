@@ -76,6 +76,9 @@ pub trait WeightSource {
     /// A tensor as dense f32 (norm weights, biases, embeddings).
     fn dense(&mut self, name: &str) -> Result<Tensor, ModelError>;
     fn device(&self) -> &Device;
+    /// Whether our kernels and the CPU attention run the model (else candle's ops: another
+    /// device, or `--kernels candle`).
+    fn ours(&self) -> bool;
 }
 
 /// GGUF tensors, read by copying or borrowed from a mapping of the file.
@@ -83,6 +86,7 @@ pub(crate) struct GgufSource<'a> {
     gguf: &'a mut Gguf,
     device: Device,
     map: Option<MappedFile>,
+    ours: bool,
     /// File bytes borrowed from the mapping.
     pub mapped_bytes: u64,
     /// File bytes read into our own memory.
@@ -92,9 +96,16 @@ pub(crate) struct GgufSource<'a> {
 }
 
 impl<'a> GgufSource<'a> {
-    /// Tensors of `gguf` onto `device`; `map` lets quantized CPU matrices borrow their bytes.
-    pub(crate) fn new(gguf: &'a mut Gguf, device: Device, map: Option<MappedFile>) -> Self {
+    /// Tensors of `gguf` onto `device`; `map` lets quantized CPU matrices borrow their bytes;
+    /// `kernels` says whose code runs them.
+    pub(crate) fn new(
+        gguf: &'a mut Gguf,
+        device: Device,
+        map: Option<MappedFile>,
+        kernels: super::Kernels,
+    ) -> Self {
         Self {
+            ours: kernels.ours(&device),
             gguf,
             device,
             map,
@@ -119,7 +130,7 @@ impl<'a> GgufSource<'a> {
         let Some(map) = &self.map else {
             return Ok(None);
         };
-        if dtype != WeightDType::Q || !self.device.is_cpu() {
+        if dtype != WeightDType::Q || !self.ours {
             return Ok(None);
         }
         let e = self.gguf.extent(name)?;
@@ -162,7 +173,7 @@ impl WeightSource for GgufSource<'_> {
             return Ok(Linear::from_kernel(m));
         }
         let q = self.copied(name)?;
-        Linear::from_qtensor(q, dtype, &self.device)
+        Linear::from_qtensor(q, dtype, self.ours)
             .map_err(ModelError::candle(format!("building {name}")))
     }
     fn dense(&mut self, name: &str) -> Result<Tensor, ModelError> {
@@ -173,6 +184,9 @@ impl WeightSource for GgufSource<'_> {
     fn device(&self) -> &Device {
         &self.device
     }
+    fn ours(&self) -> bool {
+        self.ours
+    }
 }
 
 /// Safetensors shards of a model directory.
@@ -180,11 +194,16 @@ pub(crate) struct SafetensorsSource {
     st: MmapedSafetensors,
     dir: PathBuf,
     device: Device,
+    ours: bool,
 }
 
 impl SafetensorsSource {
-    /// Memory-maps every `*.safetensors` file in `dir`.
-    pub(crate) fn open(dir: &Path, device: &Device) -> Result<Self, ModelError> {
+    /// Memory-maps every `*.safetensors` file in `dir`; `kernels` says whose code runs them.
+    pub(crate) fn open(
+        dir: &Path,
+        device: &Device,
+        kernels: super::Kernels,
+    ) -> Result<Self, ModelError> {
         let files = safetensors_files(dir)?;
         // SAFETY: the files are only read; like every mmap, they must not be truncated meanwhile.
         let st = unsafe { MmapedSafetensors::multi(&files) }.map_err(ModelError::candle(
@@ -194,6 +213,7 @@ impl SafetensorsSource {
             st,
             dir: dir.to_path_buf(),
             device: device.clone(),
+            ours: kernels.ours(device),
         })
     }
 
@@ -231,6 +251,9 @@ impl WeightSource for SafetensorsSource {
     }
     fn device(&self) -> &Device {
         &self.device
+    }
+    fn ours(&self) -> bool {
+        self.ours
     }
 }
 

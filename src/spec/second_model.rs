@@ -21,9 +21,14 @@ pub fn draft_config(target: &ModelConfig, model: &str, dtype: WeightDType) -> Mo
     }
 }
 
-/// Loads the draft model `model` of `spec` for a target loaded with `target`.
-pub fn load(spec: &SpecConfig, target: &ModelConfig, model: &str) -> Result<Loaded, ModelError> {
-    crate::model::load(&draft_config(target, model, spec.draft_dtype))
+/// Loads the draft model `model` of `spec` for a target loaded with `target`, run by the
+/// target's `kernels`.
+pub fn load(
+    spec: &SpecConfig,
+    (target, kernels): (&ModelConfig, crate::model::Kernels),
+    model: &str,
+) -> Result<Loaded, ModelError> {
+    crate::model::load(&draft_config(target, model, spec.draft_dtype), kernels)
 }
 
 /// Refuses a draft whose token table differs from the target's: token ids would mean different

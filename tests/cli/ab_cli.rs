@@ -264,6 +264,30 @@ fn speculation_and_load_mode_are_variables_and_greedy_output_stays() {
             assert!(screen.contains("tokens per verify"), "{screen}");
         }
     }
+    // Our kernels against candle's (the device-generic path): the arm says which ran, and the
+    // tiny model's greedy text stays (drift would be allowed, and named).
+    let mut a = vec!["ab", "--vary", "kernels=auto,candle", "--rounds", "3"];
+    a.extend(args(m, wl, o));
+    let screen = ok(&a);
+    let file = read(std::path::Path::new(o));
+    let (arm_a, arm_b) = (&file.runs[file.runs.len() - 2], file.runs.last().unwrap());
+    assert!(!arm_a.config.runtime.candle && arm_b.config.runtime.candle);
+    assert_eq!(arm_b.runtime.kernels, "candle kernels", "{screen}");
+    assert!(arm_a.runtime.kernels.starts_with("tokfire kernels"));
+    let v = arm_b.ab().unwrap();
+    assert_eq!(
+        v.drift_allowed.as_deref(),
+        Some("candle's kernels quantize activations and sum in their own way")
+    );
+    assert!(
+        v.verdict
+            .as_ref()
+            .unwrap()
+            .changed_tasks
+            .iter()
+            .all(|t| t.same_output),
+        "{screen}"
+    );
     // A key the hand-written table never had: the flag's own parser, and sampling may drift.
     let mut a = vec!["ab", "--vary", "temperature=0,0.8", "--rounds", "3"];
     a.extend(args(m, wl, o));

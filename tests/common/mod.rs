@@ -40,7 +40,12 @@ pub fn model_config(path: &Path, dtype: WeightDType) -> ModelConfig {
 }
 
 pub fn load(path: &Path, dtype: WeightDType) -> Loaded {
-    model::load(&model_config(path, dtype)).unwrap()
+    load_with(path, dtype, model::Kernels::Ours)
+}
+
+/// [`load`] with the matmuls and attention run by `kernels` (candle's: the device-generic path).
+pub fn load_with(path: &Path, dtype: WeightDType, kernels: model::Kernels) -> Loaded {
+    model::load(&model_config(path, dtype), kernels).unwrap()
 }
 
 /// A synthetic GGUF in `dir` (Q8_0 matrices, separate head unless `tied`).

@@ -119,7 +119,7 @@ fn exercise(path: &Path, dense: bool) -> Result<Outcome, String> {
             names(&e)?;
         }
     }
-    let loaded = match tokfire::model::load(&config(path, dense)) {
+    let loaded = match tokfire::model::load(&config(path, dense), tokfire::model::Kernels::Ours) {
         Ok(l) => l,
         Err(e) => return names(&e).map(Outcome::Refused),
     };

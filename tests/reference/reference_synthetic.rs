@@ -243,10 +243,13 @@ fn a_smollm3_config_json_drops_rope_on_every_fourth_layer() {
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     v["no_rope_layers"] = serde_json::json!([1, 0, 1, 1]);
     std::fs::write(&config, v.to_string()).unwrap();
-    let err = tokfire::model::load(&model_config(dir.path(), WeightDType::Q))
-        .err()
-        .expect("a NoPE pattern of its own must be refused")
-        .to_string();
+    let err = tokfire::model::load(
+        &model_config(dir.path(), WeightDType::Q),
+        tokfire::model::Kernels::Ours,
+    )
+    .err()
+    .expect("a NoPE pattern of its own must be refused")
+    .to_string();
     assert!(err.contains("no_rope_layers"), "{err}");
 }
 

@@ -9,6 +9,7 @@ mod text;
 
 mod bench_real;
 mod engine;
+mod generic_path;
 mod layers;
 mod mapped_load;
 mod prefix;

@@ -14,7 +14,7 @@ use tokfire::model::{self, Loaded};
 fn load_mode(path: &Path, dtype: WeightDType, mode: LoadMode) -> Loaded {
     let mut cfg = model_config(path, dtype);
     cfg.load = mode;
-    model::load(&cfg).unwrap()
+    model::load(&cfg, model::Kernels::Ours).unwrap()
 }
 
 /// Greedy `n` tokens after `prompt` with both modes; asserts tokens and logits are equal and
@@ -124,7 +124,7 @@ fn truncated_files_are_refused_in_both_modes() {
         for mode in [LoadMode::Mmap, LoadMode::Copy] {
             let mut cfg = model_config(&path, WeightDType::Q);
             cfg.load = mode;
-            let err = match model::load(&cfg) {
+            let err = match model::load(&cfg, model::Kernels::Ours) {
                 Ok(_) => panic!("a file cut by {cut} bytes loaded with {mode}"),
                 Err(e) => e.to_string(),
             };

@@ -14,6 +14,7 @@ use tokfire::engine::batching::{Engine, EventKind, Request};
 use tokfire::engine::scheduler::SchedulerConfig;
 use tokfire::model::family::Model;
 use tokfire::model::prefix::BLOCK_TOKENS;
+use tokfire::model::Kernels;
 use tokfire::model::Loaded;
 
 fn cfg(max_seqs: usize, prefill_chunk: usize, prefix: usize) -> SchedulerConfig {
@@ -93,11 +94,14 @@ fn shared_prompts(tails: std::ops::Range<u32>) -> Vec<Vec<u32>> {
 #[test]
 fn synthetic_outputs_are_the_same_with_and_without_the_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let loaded = load(
-        &synthetic_gguf(dir.path(), GgmlDType::Q8_0, false),
-        WeightDType::Q,
-    );
-    let m = &loaded.model;
+    let path = synthetic_gguf(dir.path(), GgmlDType::Q8_0, false);
+    // On our kernels and on candle's (the device-generic path a GPU runs).
+    for kernels in [Kernels::Ours, Kernels::Candle] {
+        same_with_and_without_the_cache(&load_with(&path, WeightDType::Q, kernels).model);
+    }
+}
+
+fn same_with_and_without_the_cache(m: &Model) {
     let waves = vec![
         shared_prompts(0..1),
         shared_prompts(1..4),

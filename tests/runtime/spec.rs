@@ -12,6 +12,7 @@ use tokfire::config::{SamplingConfig, WeightDType};
 use tokfire::engine::batching::{Engine, EventKind, Request};
 use tokfire::engine::scheduler::SchedulerConfig;
 use tokfire::model::family::Model;
+use tokfire::model::Kernels;
 use tokfire::spec::{lookup::Lookup, model_drafter::ModelDrafter, SpecConfig, SpecMethod};
 
 fn cfg(max_seqs: usize, max_batch_tokens: usize, prefill_chunk: usize) -> SchedulerConfig {
@@ -88,11 +89,14 @@ fn synthetic_prompts() -> Vec<Vec<u32>> {
 #[test]
 fn lookup_greedy_equals_plain_greedy_on_a_synthetic_model() {
     let dir = tempfile::tempdir().unwrap();
-    let loaded = load(
-        &synthetic_gguf(dir.path(), GgmlDType::Q8_0, false),
-        WeightDType::Q,
-    );
-    let m = &loaded.model;
+    let path = synthetic_gguf(dir.path(), GgmlDType::Q8_0, false);
+    // On our kernels and on candle's (the device-generic path a GPU runs).
+    for kernels in [Kernels::Ours, Kernels::Candle] {
+        lookup_greedy_equals_plain_greedy(&load_with(&path, WeightDType::Q, kernels).model);
+    }
+}
+
+fn lookup_greedy_equals_plain_greedy(m: &Model) {
     let prompts = synthetic_prompts();
     let n = 24;
     for (name, c) in [

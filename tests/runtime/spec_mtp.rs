@@ -284,9 +284,12 @@ fn sampled_mtp_runs_complete() {
 
 /// Loads a file and returns the load error's text.
 fn refused(path: &Path) -> String {
-    let e = tokfire::model::load(&model_config(path, WeightDType::Q))
-        .err()
-        .expect("a hostile file loaded");
+    let e = tokfire::model::load(
+        &model_config(path, WeightDType::Q),
+        tokfire::model::Kernels::Ours,
+    )
+    .err()
+    .expect("a hostile file loaded");
     format!("{e:#}")
 }
 

@@ -11,7 +11,8 @@
 //! reads only the last `window` of them. A ring buffer would bound the local layers' memory,
 //! but the cache is one layout for every layer and family, rollback (`truncate`, speculative
 //! decoding) needs the keys a ring would already have overwritten, and at this size a token
-//! costs 2 KiB per layer. Runs on the CPU only (the candle-op attention has no window yet).
+//! costs 2 KiB per layer. On candle's ops (another device, `--kernels candle`) attention runs
+//! through [`super::llama::ops`], windows and soft-caps included.
 
 use candle_core::{Device, Tensor};
 
@@ -21,8 +22,9 @@ use super::embedding::Embedding;
 use super::families::gemma3::layer_name;
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
+use super::llama::ops::OpsAttention;
 use super::llama::{rope_tables_scaled, CpuAttention, SeqInput, StepPlan, MAX_ROPE_POSITIONS};
-use super::projections::{qk_norm, Act, GateUp, Qkv};
+use super::projections::{qk_norm, qk_norm_ops, Act, GateUp, Qkv};
 use super::weights::{Names, WeightSource};
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
@@ -51,6 +53,8 @@ pub struct Gemma {
     global_rope: (Tensor, Tensor),
     local_rope: (Tensor, Tensor),
     device: Device,
+    /// Our kernels and the CPU attention on slices (else candle ops: the device-generic path).
+    ours: bool,
 }
 
 impl Gemma {
@@ -61,19 +65,6 @@ impl Gemma {
         dtype: WeightDType,
     ) -> Result<Self, ModelError> {
         let device = src.device().clone();
-        if !src.ours() {
-            let flag = if device.is_cpu() {
-                "--kernels"
-            } else {
-                "--device"
-            };
-            return Err(ModelError::Invalid {
-                path: flag.into(),
-                detail: "Gemma 3 runs on our CPU kernels only for now (not on candle's ops: \
-                         another device or --kernels candle); use --device cpu and --kernels auto"
-                    .into(),
-            });
-        }
         let names = src.names();
         // Hugging Face stores w for a norm computing x·(1 + w); GGUF stores 1 + w.
         let offset = match names {
@@ -142,6 +133,7 @@ impl Gemma {
             global_rope,
             local_rope,
             device,
+            ours: src.ours(),
             cfg,
         })
     }
@@ -202,20 +194,27 @@ impl Gemma {
         let b = &self.cfg.base;
         let eps = b.rms_eps as f32;
         let rms = |x: &Tensor, w: &Tensor| candle_nn::ops::rms_norm(x, w, eps);
+        let generic = match self.ours {
+            true => None,
+            false => Some(self.generic_inputs(&plan)?),
+        };
         let x = self.embed.lookup(&plan.tokens, &self.device)?;
         let mut x = (x * (b.hidden as f64).sqrt())?;
         for (l, layer) in self.layers.iter().enumerate() {
             let h = rms(&x, &layer.attn_norm)?;
             let heads = (b.heads, b.kv_heads, b.head_dim);
             let qkv = layer.qkv.forward(&h)?;
-            let qkv = qk_norm(
-                &qkv,
-                heads,
-                (&layer.q_norm, &layer.k_norm),
-                eps,
-                &self.device,
-            )?;
-            let attn = self.attention(l).run(l, &qkv, &plan, caches)?;
+            let norms = (&layer.q_norm[..], &layer.k_norm[..]);
+            let attn = match &generic {
+                None => {
+                    let qkv = qk_norm(&qkv, heads, norms, eps, &self.device)?;
+                    self.attention(l).run(l, &qkv, &plan, caches)?
+                }
+                Some(g) => {
+                    let qkv = qk_norm_ops(&qkv, heads, norms, eps)?;
+                    self.ops_attention(l, g).run(l, &qkv, &plan, caches)?
+                }
+            };
             x = (x + rms(&layer.o.forward(&attn)?, &layer.post_attn_norm)?)?;
             let h = rms(&x, &layer.ffn_norm)?;
             let m = layer
@@ -237,29 +236,69 @@ impl Gemma {
 
     /// Layer `l`'s attention block: local or global scoring and RoPE table.
     fn attention(&self, l: usize) -> CpuAttention<'_> {
-        let (c, b) = (&self.cfg, &self.cfg.base);
-        let local = c.is_local(l);
-        let (cos, sin) = if local {
-            &self.local_rope
-        } else {
-            &self.global_rope
+        let (cos, sin) = match self.cfg.is_local(l) {
+            true => &self.local_rope,
+            false => &self.global_rope,
         };
         CpuAttention {
-            dims: Dims {
-                heads: b.heads,
-                kv_heads: b.kv_heads,
-                head_dim: b.head_dim,
-                interleaved: false,
-                rot: b.head_dim,
-            },
-            scoring: Scoring {
-                divisor: c.query_pre_attn_scalar.sqrt() as f32,
-                window: local.then_some(c.sliding_window),
-                softcap: c.attn_softcap.map(|x| x as f32),
-            },
+            dims: self.dims(),
+            scoring: self.scoring(l),
             cos,
             sin,
             device: &self.device,
         }
     }
+
+    /// Layer `l`'s attention on candle ops, with the step's angles and masks `g`.
+    fn ops_attention<'a>(&self, l: usize, g: &'a Generic) -> OpsAttention<'a> {
+        let (angles, masks) = match self.cfg.is_local(l) {
+            true => &g.local,
+            false => &g.global,
+        };
+        OpsAttention {
+            dims: self.dims(),
+            scoring: self.scoring(l),
+            rope: Some((&angles[0], &angles[1])),
+            masks,
+        }
+    }
+
+    /// The step's RoPE angles and masks of the global and the local layers (candle ops).
+    fn generic_inputs(&self, plan: &StepPlan) -> candle_core::Result<Generic> {
+        let (g, l) = (&self.global_rope, &self.local_rope);
+        Ok(Generic {
+            global: (plan.angles((&g.0, &g.1))?, plan.masks(None, &self.device)?),
+            local: (
+                plan.angles((&l.0, &l.1))?,
+                plan.masks(Some(self.cfg.sliding_window), &self.device)?,
+            ),
+        })
+    }
+
+    fn dims(&self) -> Dims {
+        let b = &self.cfg.base;
+        Dims {
+            heads: b.heads,
+            kv_heads: b.kv_heads,
+            head_dim: b.head_dim,
+            interleaved: false,
+            rot: b.head_dim,
+        }
+    }
+
+    /// Layer `l`'s scoring: Gemma's scale, the window of a local layer, the soft-cap.
+    fn scoring(&self, l: usize) -> Scoring {
+        let c = &self.cfg;
+        Scoring {
+            divisor: c.query_pre_attn_scalar.sqrt() as f32,
+            window: c.is_local(l).then_some(c.sliding_window),
+            softcap: c.attn_softcap.map(|x| x as f32),
+        }
+    }
+}
+
+/// The candle-op attention's inputs for a step, per kind of layer: RoPE angles and masks.
+struct Generic {
+    global: ([Tensor; 2], Vec<Option<Tensor>>),
+    local: ([Tensor; 2], Vec<Option<Tensor>>),
 }

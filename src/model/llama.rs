@@ -18,17 +18,19 @@ use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
 
 mod nextn;
+pub(crate) mod ops;
 mod rope;
 pub use nextn::NextnInput;
 pub(crate) use nextn::{nextn_name, nextn_tensors};
+use ops::OpsAttention;
 use rope::rope_freqs;
 pub(crate) use rope::rope_tables_scaled;
 
 /// Longest RoPE table built, in positions (bounds memory for models with huge contexts).
 pub(crate) const MAX_ROPE_POSITIONS: usize = 32_768;
 
-/// The candle-op attention's inputs for a step: RoPE angles `(cos, sin)` and causal masks.
-type Generic = ((Tensor, Tensor), Vec<Option<Tensor>>);
+/// The candle-op attention's inputs for a step: RoPE angles `[cos, sin]` and causal masks.
+type Generic = ([Tensor; 2], Vec<Option<Tensor>>);
 
 struct Layer {
     attn_norm: Tensor,
@@ -328,9 +330,13 @@ impl Llama {
         };
         let attn = match generic {
             None => self.attention_cpu(l, &qkv, plan, caches)?,
-            Some((rope, masks)) => {
-                self.attention(l, &qkv, (&rope.0, &rope.1), plan, masks, caches)?
+            Some(([cos, sin], masks)) => OpsAttention {
+                dims: self.dims(),
+                scoring: Scoring::causal(c.head_dim),
+                rope: c.ropes(l).then_some((cos, sin)),
+                masks,
             }
+            .run(l, &qkv, plan, caches)?,
         };
         let x = (x + layer.o.forward(&attn)?)?;
         let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.cfg.rms_eps as f32)?;
@@ -339,11 +345,20 @@ impl Llama {
 
     /// The RoPE angles of the step's tokens and the causal masks, for the candle-op attention.
     fn generic_inputs(&self, plan: &StepPlan) -> candle_core::Result<Generic> {
-        let pos = Tensor::new(plan.positions.as_slice(), &self.device)?;
-        let t = plan.tokens.len();
-        let cos = self.cos.index_select(&pos, 0)?.reshape((t, 1, ()))?;
-        let sin = self.sin.index_select(&pos, 0)?.reshape((t, 1, ()))?;
-        Ok(((cos, sin), plan.masks(&self.device)?))
+        let angles = plan.angles((&self.cos, &self.sin))?;
+        Ok((angles, plan.masks(None, &self.device)?))
+    }
+
+    /// The attention's dimensions.
+    fn dims(&self) -> Dims {
+        let c = &self.cfg;
+        Dims {
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            head_dim: c.head_dim,
+            interleaved: c.rope_interleaved,
+            rot: c.rot(),
+        }
     }
 
     /// Attention on the CPU straight on slices ([`attention`]): RoPE, cache write, causal
@@ -374,101 +389,12 @@ impl Llama {
         step.run(l, qkv, plan, caches)
     }
 
-    /// Attention through candle ops (any device).
-    fn attention(
-        &self,
-        l: usize,
-        qkv: &Tensor,
-        (cos, sin): (&Tensor, &Tensor),
-        plan: &StepPlan,
-        masks: &[Option<Tensor>],
-        caches: &[&mut KvCache],
-    ) -> Result<Tensor, EngineError> {
-        let c = &self.cfg;
-        let t = plan.tokens.len();
-        let (qw, kw) = (c.heads * c.head_dim, c.kv_heads * c.head_dim);
-        let q = qkv.narrow(1, 0, qw)?.contiguous()?;
-        let k = qkv.narrow(1, qw, kw)?.contiguous()?;
-        let (q, k) = (
-            q.reshape((t, c.heads, 1, c.head_dim))?,
-            k.reshape((t, c.kv_heads, 1, c.head_dim))?,
-        );
-        let (q, k) = match c.ropes(l) {
-            true => (self.rope(&q, cos, sin)?, self.rope(&k, cos, sin)?),
-            false => (q, k),
-        };
-        let v = qkv
-            .narrow(1, qw + kw, kw)?
-            .contiguous()?
-            .reshape((t, c.kv_heads, c.head_dim))?;
-        let group = c.heads / c.kv_heads;
-        let scale = (c.head_dim as f64).sqrt();
-        let mut outs = Vec::with_capacity(plan.segments.len());
-        for (seg, (cache, mask)) in plan.segments.iter().zip(caches.iter().zip(masks)) {
-            let (start, n) = (seg.start, seg.len);
-            let k_new = k
-                .narrow(0, start, n)?
-                .reshape((n, c.kv_heads, c.head_dim))?
-                .transpose(0, 1)?
-                .contiguous()?;
-            let v_new = v.narrow(0, start, n)?.transpose(0, 1)?.contiguous()?;
-            cache.write(l, &k_new, &v_new)?;
-            let total = seg.pos + n;
-            let (k_all, v_all) = cache.view(l, total)?;
-            let q_seg = q
-                .narrow(0, start, n)?
-                .reshape((n, c.heads, c.head_dim))?
-                .transpose(0, 1)?
-                .contiguous()?;
-            let q_seg = q_seg.reshape((c.kv_heads, group * n, c.head_dim))?;
-            let att = (q_seg.matmul(&k_all.t()?)? / scale)?;
-            let att = match mask {
-                Some(m) => att
-                    .reshape((c.kv_heads, group, n, total))?
-                    .broadcast_add(m)?
-                    .reshape((c.kv_heads, group * n, total))?,
-                None => att,
-            };
-            let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let y = att.matmul(&v_all.contiguous()?)?;
-            let y = y
-                .reshape((c.heads, n, c.head_dim))?
-                .transpose(0, 1)?
-                .reshape((n, c.heads * c.head_dim))?;
-            outs.push(y);
-        }
-        Ok(if outs.len() == 1 {
-            outs.pop().expect("one segment")
-        } else {
-            Tensor::cat(&outs, 0)?
-        })
-    }
-
     /// Layer `l`'s RoPE tables: the model's, or the identity for a layer without RoPE.
     fn tables(&self, l: usize) -> (&Tensor, &Tensor) {
         match &self.nope {
             Some((c, s)) if !self.cfg.ropes(l) => (c, s),
             _ => (&self.cos, &self.sin),
         }
-    }
-
-    /// RoPE on the first `rot` dimensions of each head (all of them unless the family rotates
-    /// part of the head, as phi3 does); the rest pass through.
-    fn rope(&self, x: &Tensor, cos: &Tensor, sin: &Tensor) -> candle_core::Result<Tensor> {
-        let (rot, hd) = (self.cfg.rot(), self.cfg.head_dim);
-        let rotate = |x: &Tensor| match self.cfg.rope_interleaved {
-            true => candle_nn::rotary_emb::rope_i(x, cos, sin),
-            false => candle_nn::rotary_emb::rope(x, cos, sin),
-        };
-        if rot == hd {
-            return rotate(x);
-        }
-        let last = x.rank() - 1;
-        let turned = rotate(&x.narrow(last, 0, rot)?.contiguous()?)?;
-        Tensor::cat(
-            &[turned, x.narrow(last, rot, hd - rot)?.contiguous()?],
-            last,
-        )
     }
 }
 
@@ -597,30 +523,5 @@ impl StepPlan {
             plan.segments.push(Segment { start, len: n, pos });
         }
         Ok(plan)
-    }
-
-    /// Additive causal masks `[n, pos + n]` (0 or -inf) for segments of more than one token.
-    fn masks(&self, dev: &Device) -> candle_core::Result<Vec<Option<Tensor>>> {
-        self.segments
-            .iter()
-            .map(|s| {
-                if s.len == 1 {
-                    return Ok(None);
-                }
-                let total = s.pos + s.len;
-                let data: Vec<f32> = (0..s.len)
-                    .flat_map(|i| {
-                        (0..total).map(move |j| {
-                            if j > s.pos + i {
-                                f32::NEG_INFINITY
-                            } else {
-                                0.0
-                            }
-                        })
-                    })
-                    .collect();
-                Tensor::from_vec(data, (s.len, total), dev).map(Some)
-            })
-            .collect()
     }
 }

@@ -91,6 +91,17 @@ impl GateUp {
                 };
                 g * u.forward(h)?
             }
+            // A file's own fused matrix (phi3) on candle's kernels: tensor ops, any device.
+            Self::Fused(f) if f.kernel_matrix().is_none() => {
+                let gu = f.forward(h)?;
+                let ff = gu.dim(1)? / 2;
+                let g = gu.narrow(1, 0, ff)?;
+                let g = match act {
+                    Act::Silu => candle_nn::ops::silu(&g)?,
+                    Act::GeluTanh => g.gelu()?,
+                };
+                g * gu.narrow(1, ff, ff)?
+            }
             Self::Fused(f) => {
                 let gu = f.forward(h)?;
                 let (t, two_f) = gu.dims2()?;

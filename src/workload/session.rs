@@ -265,7 +265,10 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
         .parse()
         .map_err(|_| "expected a duration such as \"90s\", \"1.5m\" or \"500ms\"".to_string())?;
     let secs = v * scale;
-    if !secs.is_finite() || secs < 0.0 {
+    if !secs.is_finite() {
+        return Err("a duration is a finite number of seconds, not NaN or infinite".into());
+    }
+    if secs < 0.0 {
         return Err("a duration cannot be negative".into());
     }
     if secs > MAX_IDLE_S {

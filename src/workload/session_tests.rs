@@ -88,4 +88,12 @@ fn durations() {
     assert!(parse_duration("-1s").is_err());
     assert!(parse_duration("soon").is_err());
     assert!(parse_duration("inf").is_err());
+    // Not a number is said as such, not called negative.
+    for bad in ["NaNs", "nan", "infm"] {
+        let e = parse_duration(bad).unwrap_err();
+        assert!(
+            e.contains("NaN or infinite") && !e.contains("negative"),
+            "{bad}: {e}"
+        );
+    }
 }

@@ -23,6 +23,7 @@ use tokfire::error::EngineError;
 use tokfire::model::family::Model;
 use tokfire::model::synthetic::{self, Spec};
 use tokfire::model::synthetic_mtp::{self as mtp_file, MtpSpec, MtpWeights};
+use tokfire::model::Kernels;
 use tokfire::spec::mtp::MtpDrafter;
 use tokfire::spec::{DraftInput, Drafter, SpecConfig, SpecMethod};
 
@@ -141,8 +142,13 @@ fn mtp_greedy_equals_plain_greedy_and_drafts_are_verified() {
         &Spec::default(),
         &MtpSpec::default(),
     );
-    let loaded = load(&path, WeightDType::Q);
-    let m = &loaded.model;
+    // On our kernels and on candle's (the device-generic path a GPU runs).
+    for kernels in [Kernels::Ours, Kernels::Candle] {
+        mtp_greedy_equals_plain_greedy(&load_with(&path, WeightDType::Q, kernels).model);
+    }
+}
+
+fn mtp_greedy_equals_plain_greedy(m: &Model) {
     let s = SamplingConfig::default();
     for (name, (seqs, tokens, chunk)) in LEVELS {
         let (plain, _) = run(m, cfg(seqs, tokens, chunk), &s, 24, None);

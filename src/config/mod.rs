@@ -125,8 +125,8 @@ pub struct RuntimeConfig {
     /// Kernel level forced with `--kernels` (none = the best this CPU has).
     pub kernels: Option<Level>,
     /// `--kernels candle`: candle's own quantized matmuls and tensor ops instead of ours, the
-    /// device-generic path a GPU runs (written only when set).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// device-generic path a GPU runs (absent in records before it existed: false).
+    #[serde(default)]
     pub candle: bool,
 }
 

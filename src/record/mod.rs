@@ -42,9 +42,10 @@ use crate::workload::{Outcome, ToolCall, Workload};
 /// `interrupted` state; 3 added every run's `kind` ([`kind::RunKind`]) and the record types of
 /// their own (`scheduler`, `load.split`); 4 added the `prefill` and `spec-cost` kinds and the
 /// per-request speculation counters; 5 the synthetic drafter's reference pass
-/// (`drafter.reference_*`), prefill's `--cold-start` starts and the level's `stall_ms_per_token` in place of `stall_share`
-/// (still read from older files, no longer shown); 6 the append-friendly layout ([`lines`]:
-/// a header line, then a run per line) in place of one JSON document. Version 1 to 5 files
+/// (`drafter.reference_*`), prefill's `--cold-start` starts and the level's
+/// `stall_ms_per_token` in place of `stall_share` (still read from older files, no longer
+/// shown); 6 the append-friendly layout ([`lines`]: a header line, then a run per line) in
+/// place of one JSON document, and `runtime.candle` (`--kernels candle`). Version 1 to 5 files
 /// still load (a summary is derived on reading, a kind from the payload the run carries; the
 /// new fields are absent, read as empty) and are rewritten in the new layout when a run is
 /// next added to them.

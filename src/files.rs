@@ -47,14 +47,7 @@ fn refuse(kind: &str) -> Error {
 /// The text of the regular file `path`, at most `max` bytes (UTF-8). The file is checked before
 /// it is opened, opened without blocking, checked again, and its size bounded before reading.
 pub fn read_text(path: &Path, max: u64) -> std::io::Result<String> {
-    if let Some(kind) = not_regular(&std::fs::metadata(path)?) {
-        return Err(refuse(kind));
-    }
-    let file = open_nonblocking(path)?;
-    let meta = file.metadata()?;
-    if let Some(kind) = not_regular(&meta) {
-        return Err(refuse(kind));
-    }
+    let (file, meta) = open_checked(path)?;
     if meta.len() > max {
         return Err(Error::new(
             ErrorKind::InvalidInput,
@@ -73,16 +66,24 @@ pub fn read_text(path: &Path, max: u64) -> std::io::Result<String> {
 
 /// At most the first `n` bytes of the regular file `path` (checked as [`read_text`] checks it).
 pub(crate) fn read_head(path: &Path, n: u64) -> std::io::Result<Vec<u8>> {
+    let (file, _) = open_checked(path)?;
+    let mut head = Vec::new();
+    file.take(n).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// The regular file `path` opened for reading, and its metadata: checked before it is opened,
+/// opened without blocking, checked again on the open handle.
+fn open_checked(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
     if let Some(kind) = not_regular(&std::fs::metadata(path)?) {
         return Err(refuse(kind));
     }
     let file = open_nonblocking(path)?;
-    if let Some(kind) = not_regular(&file.metadata()?) {
+    let meta = file.metadata()?;
+    if let Some(kind) = not_regular(&meta) {
         return Err(refuse(kind));
     }
-    let mut head = Vec::new();
-    file.take(n).read_to_end(&mut head)?;
-    Ok(head)
+    Ok((file, meta))
 }
 
 /// Opens `path` for reading without blocking in open(2), should the path have been swapped for

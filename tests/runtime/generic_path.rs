@@ -83,6 +83,13 @@ fn candles_kernels_give_ours_tokens_and_logits_for_every_family() {
     }
 }
 
+/// The largest logit difference over every step of two traces.
+fn worst(a: &Trace, b: &Trace) -> f32 {
+    (a.logits.iter().zip(&b.logits))
+        .map(|(x, y)| max_diff(x, y))
+        .fold(0f32, f32::max)
+}
+
 /// The model at `path` on our kernels and on candle's: the same greedy tokens and logits,
 /// and on candle's, each of three batched sequences as it runs alone there.
 fn same_on_both(path: &std::path::Path, name: &str, quantized: bool) {
@@ -100,10 +107,8 @@ fn same_on_both(path: &std::path::Path, name: &str, quantized: bool) {
     let a = solo(&ours.model, &PROMPT, STEPS);
     let b = solo(&candle.model, &PROMPT, STEPS);
     assert_eq!(a.tokens, b.tokens, "{name}: greedy tokens differ");
-    let worst = (a.logits.iter().zip(&b.logits))
-        .map(|(x, y)| max_diff(x, y))
-        .fold(0f32, f32::max);
-    assert!(worst <= TOL, "{name}: logits differ by {worst} > {TOL}");
+    let most = worst(&a, &b);
+    assert!(most <= TOL, "{name}: logits differ by {most} > {TOL}");
     let plans = [
         Plan {
             prompt: PROMPT.to_vec(),
@@ -125,9 +130,7 @@ fn same_on_both(path: &std::path::Path, name: &str, quantized: bool) {
     for (p, t) in plans.iter().zip(&together) {
         let alone = solo(&candle.model, &p.prompt, STEPS);
         assert_eq!(t.tokens, alone.tokens, "{name}: batched tokens differ");
-        let d = (t.logits.iter().zip(&alone.logits))
-            .map(|(x, y)| max_diff(x, y))
-            .fold(0f32, f32::max);
+        let d = worst(t, &alone);
         assert!(d <= 1e-4, "{name}: batched logits differ by {d}");
     }
 }

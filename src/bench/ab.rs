@@ -345,6 +345,7 @@ fn share(a: &RunRecord, b: &mut RunRecord, cfg: &RunConfig) -> Result<(), Config
     b.model = a.model.clone();
     b.load = a.load.clone();
     b.energy_na = a.energy_na.clone();
+    b.energy_source = a.energy_source.clone();
     b.runtime = super::runtime::info(&cfg.runtime, cfg.model.device);
     b.scheduler = (&super::sweep::scheduler_config(cfg, a.model.kv_bytes_per_token)?).into();
     Ok(())

@@ -57,6 +57,7 @@ pub(crate) fn start(record: &mut RunRecord) {
         workload: record.workload.clone(),
         load: record.load.clone(),
         energy_na: record.energy_na.clone(),
+        energy_source: record.energy_source.clone(),
         levels: Vec::new(),
         summary: None,
         kind: RunKind::Baseline,

@@ -158,6 +158,7 @@ pub(crate) fn round_record(events: &[Event], start: Instant, done: &[TaskDone]) 
         forward_s: steps.iter().map(|s| s.forward_s).sum(),
         disk_read_bytes: None,
         energy_j: None,
+        peak_device_bytes: None,
         tasks,
         steps,
         spec: super::spec_samples::spec_sample(events),

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::engine::scheduler::SchedulerConfig;
 use crate::error::EngineError;
 use crate::measure::energy::EnergyMeter;
+use crate::measure::gpu::{Gpu, PeakWatch};
 use crate::measure::provenance::{Build, Machine};
 use crate::measure::{memory, pagecache};
 use crate::model::{self, inspect, Loaded, ModelPath};
@@ -182,8 +183,9 @@ pub(crate) fn prepare(
     for task in &workload.tasks {
         render(&loaded, workload::TaskRun::new(task).prompt())?;
     }
-    let energy = EnergyMeter::open();
+    let energy = EnergyMeter::for_device(cfg.model.device);
     record.energy_na = energy.as_ref().err().cloned();
+    record.energy_source = energy.as_ref().ok().map(EnergyMeter::source);
     Ok((loaded, energy.ok()))
 }
 
@@ -267,7 +269,9 @@ pub(crate) fn measured_round(
     let e0 = energy.and_then(EnergyMeter::read_uj);
     let seen = crate::measure::sentinel::Snapshot::take();
     let _in = setup.runtime.enter();
+    let watch = setup.loaded.gpu.as_ref().map(Gpu::watch_peak);
     let mut out = run_round(setup, jobs, progress)?;
+    out.record.peak_device_bytes = watch.and_then(PeakWatch::stop);
     out.record.sentinel = Some(seen.until(&crate::measure::sentinel::Snapshot::take()));
     out.record.disk_read_bytes = disk.zip(memory::disk_read_bytes()).map(|(a, b)| b - a);
     out.record.energy_j = match (energy, e0, energy.and_then(EnergyMeter::read_uj)) {
@@ -346,6 +350,7 @@ pub(crate) fn new_record(config: RunConfig, workload: Workload, command: Vec<Str
         workload,
         load: Default::default(),
         energy_na: None,
+        energy_source: None,
         levels: Vec::new(),
         summary: None,
         kind: RunKind::Run,

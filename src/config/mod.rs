@@ -40,7 +40,7 @@ pub enum DeviceSpec {
 
 impl DeviceSpec {
     /// Parses `cpu`, `cuda`, `cuda:N` or `metal`.
-    pub(crate) fn parse(spec: &str) -> Result<Self, ConfigError> {
+    pub fn parse(spec: &str) -> Result<Self, ConfigError> {
         let bad = |reason: &str| ConfigError::Device {
             spec: spec.to_string(),
             reason: reason.into(),

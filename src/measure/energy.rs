@@ -1,21 +1,54 @@
-//! Energy from the Linux powercap RAPL counter (`/sys/class/powercap/intel-rapl:0/energy_uj`,
-//! package 0), when readable. Without a readable counter the meter is absent and reports say
-//! "n/a" with the reason it gives: no value is ever estimated.
+//! Energy of the device that runs the model: on the CPU the Linux powercap RAPL counter
+//! (`/sys/class/powercap/intel-rapl:0/energy_uj`, package 0), on a GPU the board's counter from
+//! its driver (NVML, [`super::gpu`]), when readable. Without a readable counter the meter is
+//! absent and reports say "n/a" with the reason it gives: no value is ever estimated.
 
 use std::fs;
 use std::path::PathBuf;
+
+use crate::config::DeviceSpec;
 
 const RAPL: &str = "/sys/class/powercap/intel-rapl:0";
 
 /// A readable energy counter.
 #[derive(Debug, Clone)]
 pub(crate) struct EnergyMeter {
-    counter: PathBuf,
+    counter: Counter,
     /// The counter wraps at this many µJ.
     range_uj: u64,
 }
 
+#[derive(Debug, Clone)]
+enum Counter {
+    Rapl(PathBuf),
+    Gpu(super::gpu::Gpu),
+}
+
 impl EnergyMeter {
+    /// The counter of the device the model runs on, or why there is none.
+    pub(crate) fn for_device(device: DeviceSpec) -> Result<Self, String> {
+        match device {
+            DeviceSpec::Cpu => Self::open(),
+            DeviceSpec::Cuda(n) => {
+                let gpu = super::gpu::Gpu::open(n)?;
+                gpu.energy_mj()?;
+                Ok(Self {
+                    counter: Counter::Gpu(gpu),
+                    range_uj: u64::MAX,
+                })
+            }
+            DeviceSpec::Metal => Err("no energy counter is read on Metal".into()),
+        }
+    }
+
+    /// Where the joules come from, for the report.
+    pub(crate) fn source(&self) -> String {
+        match &self.counter {
+            Counter::Rapl(_) => "CPU package 0, RAPL".into(),
+            Counter::Gpu(g) => format!("{g:?} board, NVML"),
+        }
+    }
+
     /// Opens the RAPL package counter, or says why there is none.
     pub(crate) fn open() -> Result<Self, String> {
         let dir = PathBuf::from(RAPL);
@@ -28,12 +61,18 @@ impl EnergyMeter {
             Err(e) => return Err(format!("RAPL counter not readable: {e}")),
         }
         let range_uj = read_u64(&dir.join("max_energy_range_uj")).unwrap_or(u64::MAX);
-        Ok(Self { counter, range_uj })
+        Ok(Self {
+            counter: Counter::Rapl(counter),
+            range_uj,
+        })
     }
 
     /// The counter now, µJ.
     pub(crate) fn read_uj(&self) -> Option<u64> {
-        read_u64(&self.counter)
+        match &self.counter {
+            Counter::Rapl(path) => read_u64(path),
+            Counter::Gpu(g) => g.energy_mj().ok()?.checked_mul(1000),
+        }
     }
 
     /// Joules between two readings, allowing one wrap of the counter.

@@ -5,7 +5,7 @@ use super::*;
 #[test]
 fn wraps_once() {
     let m = EnergyMeter {
-        counter: PathBuf::from("/nonexistent"),
+        counter: Counter::Rapl(PathBuf::from("/nonexistent")),
         range_uj: 1_000_000,
     };
     assert_eq!(m.joules(100, 600_100), 0.6);

@@ -1,9 +1,11 @@
 //! Measuring: statistics over raw samples, process memory and disk counters, page-cache state of
-//! model files, energy counters where readable, and provenance (build and machine).
+//! model files, energy counters where readable, a GPU's driver figures, and provenance (build
+//! and machine).
 
 pub mod changepoint;
 pub(crate) mod clocks;
 pub(crate) mod energy;
+pub(crate) mod gpu;
 pub mod holders;
 pub(crate) mod memory;
 pub mod monotonic;

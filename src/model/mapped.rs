@@ -98,6 +98,22 @@ pub struct LoadSplit {
     pub mapped_bytes: u64,
     /// Bytes of the file read into our own memory (copied or dequantized).
     pub copied_bytes: u64,
+    /// On a device other than the CPU: what opening it and copying the weights onto it cost.
+    pub device: Option<DeviceLoad>,
+}
+
+/// The device's share of a load (GPU): none of it happens on the CPU, where weights are used
+/// where they are read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceLoad {
+    /// Opening the device (driver and context creation), seconds.
+    pub open_s: f64,
+    /// Reading copied tensors from the file into host memory, seconds.
+    pub read_s: f64,
+    /// Copying them from host memory to the device, waited for, seconds.
+    pub upload_s: f64,
+    /// Bytes copied to the device.
+    pub upload_bytes: u64,
 }
 
 #[cfg(test)]

@@ -126,6 +126,8 @@ pub struct Loaded {
     pub file_bytes: u64,
     /// Where a GGUF's load time went (none for safetensors).
     pub split: Option<mapped::LoadSplit>,
+    /// The GPU's driver figures (NVML), when the model is on a GPU and they can be read.
+    pub(crate) gpu: Option<crate::measure::gpu::Gpu>,
 }
 
 pub use crate::config::Kernels;
@@ -133,8 +135,10 @@ pub use crate::config::Kernels;
 /// Resolves and loads `cfg.model` onto its device, its matmuls run by `kernels`.
 pub fn load(cfg: &ModelConfig, kernels: Kernels) -> Result<Loaded, ModelError> {
     let path = resolve(cfg)?;
-    let device = cfg.device.open()?;
+    // Opening a GPU (its context) is part of what a person waits for before the model is ready.
     let start = Instant::now();
+    let device = cfg.device.open()?;
+    let open_s = start.elapsed().as_secs_f64();
     let mut loaded = match &path {
         ModelPath::Gguf(p) => load_gguf(p, cfg, &device, kernels)?,
         ModelPath::Safetensors(p) => load_dir(p, cfg, &device, kernels)?,
@@ -143,6 +147,12 @@ pub fn load(cfg: &ModelConfig, kernels: Kernels) -> Result<Loaded, ModelError> {
         .synchronize()
         .map_err(ModelError::candle("synchronizing the device after load"))?;
     loaded.load_time = start.elapsed();
+    if let Some(d) = loaded.split.as_mut().and_then(|s| s.device.as_mut()) {
+        d.open_s = open_s;
+    }
+    if let crate::config::DeviceSpec::Cuda(n) = cfg.device {
+        loaded.gpu = crate::measure::gpu::Gpu::open(n).ok();
+    }
     loaded.path = path;
     if let Some(file) = &cfg.chat_template {
         loaded.chat = Some(template_file(file, &loaded.tokenizer)?);
@@ -200,6 +210,7 @@ fn load_gguf(
     }
     split.mapped_bytes = src.mapped_bytes;
     split.copied_bytes = src.copied_bytes;
+    split.device = src.device_load.take();
     Ok(Loaded {
         model,
         tokenizer,
@@ -208,6 +219,7 @@ fn load_gguf(
         load_time: Duration::ZERO,
         file_bytes,
         split: Some(split),
+        gpu: None,
     })
 }
 
@@ -266,6 +278,7 @@ fn load_dir(
         load_time: Duration::ZERO,
         file_bytes,
         split: None,
+        gpu: None,
     })
 }
 

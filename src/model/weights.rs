@@ -93,6 +93,8 @@ pub(crate) struct GgufSource<'a> {
     pub copied_bytes: u64,
     /// The mapped ranges handed out, for the first touch.
     pub mapped_ranges: Vec<Range<usize>>,
+    /// Off the CPU: reading into host memory and copying to the device (open_s is the caller's).
+    pub device_load: Option<super::mapped::DeviceLoad>,
 }
 
 impl<'a> GgufSource<'a> {
@@ -106,6 +108,7 @@ impl<'a> GgufSource<'a> {
     ) -> Self {
         Self {
             ours: kernels.ours(&device),
+            device_load: (!device.is_cpu()).then(Default::default),
             gguf,
             device,
             map,
@@ -155,8 +158,15 @@ impl<'a> GgufSource<'a> {
     }
 
     fn copied(&mut self, name: &str) -> Result<QTensor, ModelError> {
-        let q = self.gguf.tensor(name, &self.device)?;
-        self.copied_bytes += self.gguf.extent(name)?.len;
+        let len = self.gguf.extent(name)?.len;
+        self.copied_bytes += len;
+        let Some(d) = self.device_load.as_mut() else {
+            return self.gguf.tensor(name, &self.device);
+        };
+        let (q, read, upload) = self.gguf.tensor_via_host(name, &self.device)?;
+        d.read_s += read.as_secs_f64();
+        d.upload_s += upload.as_secs_f64();
+        d.upload_bytes += len;
         Ok(q)
     }
 }

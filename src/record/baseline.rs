@@ -66,6 +66,7 @@ fn one_level(run: &RunRecord, i: usize) -> RunRecord {
         workload: run.workload.clone(),
         load: run.load.clone(),
         energy_na: None,
+        energy_source: None,
         levels: run.levels.get(i).cloned().into_iter().collect(),
         summary: None,
         kind: super::kind::RunKind::Run,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::LoadMode;
-use crate::model::mapped::LoadSplit;
+use crate::model::mapped::{DeviceLoad, LoadSplit};
 
 /// Where the load time went and how the weights got into memory.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -24,6 +24,33 @@ pub struct LoadSplitRecord {
     pub mapped_bytes: u64,
     /// Bytes of the file read into our own memory (copied or dequantized).
     pub copied_bytes: u64,
+    /// On a device other than the CPU: opening it and copying the weights onto it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceLoadRecord>,
+}
+
+/// The device's share of a load (absent on the CPU).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceLoadRecord {
+    /// Opening the device (driver and context creation), seconds.
+    pub open_s: f64,
+    /// Reading copied tensors from the file into host memory, seconds.
+    pub read_s: f64,
+    /// Copying them to the device, waited for, seconds.
+    pub upload_s: f64,
+    /// Bytes copied to the device.
+    pub upload_bytes: u64,
+}
+
+impl From<&DeviceLoad> for DeviceLoadRecord {
+    fn from(d: &DeviceLoad) -> Self {
+        Self {
+            open_s: d.open_s,
+            read_s: d.read_s,
+            upload_s: d.upload_s,
+            upload_bytes: d.upload_bytes,
+        }
+    }
 }
 
 impl From<&LoadSplit> for LoadSplitRecord {
@@ -36,6 +63,7 @@ impl From<&LoadSplit> for LoadSplitRecord {
             first_touch_s: s.first_touch_s,
             mapped_bytes: s.mapped_bytes,
             copied_bytes: s.copied_bytes,
+            device: s.device.as_ref().map(Into::into),
         }
     }
 }

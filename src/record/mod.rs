@@ -119,6 +119,9 @@ pub struct RunRecord {
     pub load: LoadClock,
     /// Why energy is missing, when it is (`None` when a counter was read).
     pub energy_na: Option<String>,
+    /// Which counter the energy figures come from (absent without one, and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_source: Option<String>,
     pub levels: Vec<LevelRecord>,
     /// The derived figures of the levels above, rewritten with them after every round (absent
     /// in version 1 files; readers derive it then).
@@ -280,8 +283,13 @@ pub struct RoundRecord {
     pub forward_s: f64,
     /// Bytes read from storage during the round.
     pub disk_read_bytes: Option<u64>,
-    /// Energy of the CPU package during the round, joules (none without a counter).
+    /// Energy of the device the model runs on during the round (the CPU package by RAPL, a
+    /// GPU's board by NVML), joules (none without a counter).
     pub energy_j: Option<f64>,
+    /// Most device (GPU) memory this process held during the round, from the driver (NVML,
+    /// polled every 10 ms), bytes (absent on the CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_device_bytes: Option<u64>,
     pub tasks: Vec<TaskSample>,
     /// Every engine step, in order.
     pub steps: Vec<StepSample>,

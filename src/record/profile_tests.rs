@@ -112,6 +112,7 @@ fn level_figures_sum_the_timeline() {
         forward_s: 0.1,
         disk_read_bytes: None,
         energy_j: None,
+        peak_device_bytes: None,
         tasks: vec![task],
         steps: steps.clone(),
         spec: Default::default(),

@@ -50,6 +50,9 @@ pub struct LevelSummary {
     /// Median time per output token over tasks (the decode clock), seconds.
     pub tpot_median_s: Option<f64>,
     pub peak_rss_bytes: Option<u64>,
+    /// Most GPU memory the process held in any measured round, bytes (absent on the CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_device_bytes: Option<u64>,
     pub peak_kv_bytes: u64,
     /// Decode steps by sequences carried: seqs → steps.
     pub decode_steps_by_seqs: BTreeMap<usize, usize>,
@@ -177,6 +180,7 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
         ),
         tpot_median_s: median(&tasks.iter().filter_map(|t| t.tpot_s).collect::<Vec<_>>()),
         peak_rss_bytes: level.peak_rss_bytes,
+        peak_device_bytes: rounds.iter().filter_map(|r| r.peak_device_bytes).max(),
         peak_kv_bytes: level.peak_kv_bytes,
         decode_steps_by_seqs: hist,
         full_step_fraction: (decode_steps > 0).then(|| full as f64 / decode_steps as f64),
@@ -284,6 +288,7 @@ impl LevelSummary {
             prompt_tok_s: None,
             tpot_median_s: None,
             peak_rss_bytes: None,
+            peak_device_bytes: None,
             peak_kv_bytes: 0,
             decode_steps_by_seqs: BTreeMap::new(),
             full_step_fraction: None,

@@ -54,6 +54,7 @@ fn a_fast_total_does_not_hide_a_slow_job() {
         forward_s: 9.9,
         disk_read_bytes: None,
         energy_j: None,
+        peak_device_bytes: Some(3 << 20),
         tasks: vec![
             task(0, 0.0, 5.0, 100, Outcome::Pass),
             task(0, 5.0, 5.0, 100, Outcome::Pass),
@@ -68,6 +69,8 @@ fn a_fast_total_does_not_hide_a_slow_job() {
     let mut warm = round.clone();
     warm.warmup = true;
     warm.tasks.clear();
+    // A warm-up's device peak (first kernel launches, workspace) is not the level's.
+    warm.peak_device_bytes = Some(5 << 20);
     let level = LevelRecord {
         jobs: 2,
         peak_rss_bytes: Some(1),
@@ -97,4 +100,5 @@ fn a_fast_total_does_not_hide_a_slow_job() {
     assert_eq!(s.prefill_step_fraction, Some(0.2));
     assert_eq!(s.tail_kind, "slowest");
     assert_eq!(s.completion_tail_s, Some(10.0));
+    assert_eq!(s.peak_device_bytes, Some(3 << 20), "measured rounds only");
 }

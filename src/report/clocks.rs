@@ -97,7 +97,15 @@ pub(crate) fn split_text(s: &LoadSplit) -> String {
         } else {
             ms(s.first_touch_s)
         },
-    )
+    ) + &s.device.as_ref().map_or(String::new(), |d| {
+        format!(
+            "; device: open {}, file → host {}, host → device {} ({})",
+            ms(d.open_s),
+            ms(d.read_s),
+            ms(d.upload_s),
+            super::bytes(d.upload_bytes)
+        )
+    })
 }
 
 /// `1 token`, `5 tokens`.

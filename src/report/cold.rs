@@ -146,8 +146,11 @@ fn split(l: Option<&crate::record::load::LoadSplitRecord>) -> String {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
+        let device = l.device.as_ref().map_or(String::new(), |d| {
+            format!(", device open {:.3} copy {:.3}", d.open_s, d.upload_s)
+        });
         format!(
-            "{:.3}/{:.3}/{:.3}/{:.3} {mode}",
+            "{:.3}/{:.3}/{:.3}/{:.3} {mode}{device}",
             l.header_s, l.tokenizer_s, l.weights_s, l.first_touch_s
         )
     })

@@ -123,6 +123,14 @@ pub(crate) const COLUMNS: &[Column] = &[
         text: |s| bytes(s.peak_rss_bytes),
     },
     Column {
+        key: "peak_device_bytes",
+        header: "GPU mem",
+        definition: "peak GPU memory of this process over the level's measured rounds, from the driver (NVML, polled every 10 ms), bytes; n/a on the CPU",
+        in_sheet: false,
+        value: |s| Value::Num(s.peak_device_bytes.map(|b| b as f64)),
+        text: |s| bytes(s.peak_device_bytes),
+    },
+    Column {
         key: "peak_kv_bytes",
         header: "KV peak",
         definition: "KV peak: largest KV-cache bytes held at once in the level",
@@ -139,7 +147,7 @@ pub(crate) const COLUMNS: &[Column] = &[
     figure!("prefill_step_fraction", "prefill steps", false, "wall share of steps that carried prompt tokens (each stalls every running job's next token)", prefill_step_fraction, pct),
     figure!("harness_fraction", "harness", false, "wall time outside forward passes and the drafter / wall time", harness_fraction, pct),
     figure!("drafter_fraction", "drafter", false, "speculation: the drafter's own time / wall time (n/a without --spec)", drafter_fraction, pct),
-    figure!("joules_per_token", "J/token", false, "CPU package energy per output token, joules (n/a without a counter)", joules_per_token, |v| num(v, 3)),
+    figure!("joules_per_token", "J/token", false, "energy per output token of the device the model runs on (CPU package by RAPL, GPU board by NVML), joules (n/a without a counter)", joules_per_token, |v| num(v, 3)),
     Column {
         key: "spec_proposed",
         header: "drafted",

@@ -131,6 +131,8 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
         .collect();
     line(&mut out, "clocks:", clocks.join("; "));
     let peak = d.levels.iter().filter_map(|s| s.peak_rss_bytes).max();
+    let gpu = d.levels.iter().filter_map(|s| s.peak_device_bytes).max();
+    let gpu = gpu.map_or(String::new(), |b| format!(", GPU {}", super::bytes(b)));
     let disk = d.disk_read_bytes;
     let power = match &run.energy_na {
         Some(why) => format!("n/a ({why})"),
@@ -143,18 +145,25 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
                         "{}j {}",
                         s.jobs,
                         s.joules_per_token
-                            .map_or("n/a".into(), |j| format!("{j:.3} J/token"))
+                            .filter(|j| *j > 0.0)
+                            .map_or("n/a".into(), |j| {
+                                format!("{j:.3} J/token ({:.1} tok/J)", 1.0 / j)
+                            })
                     )
                 })
                 .collect();
-            jpt.join(", ")
+            let from = run
+                .energy_source
+                .as_deref()
+                .map_or(String::new(), |f| format!(" ({f})"));
+            jpt.join(", ") + &from
         }
     };
     line(
         &mut out,
         "resources:",
         format!(
-            "peak memory {}; KV peak {}; power {power}; disk read {}",
+            "peak memory {}{gpu}; KV peak {}; power {power}; disk read {}",
             peak.map_or("n/a".into(), super::bytes),
             super::bytes(d.levels.iter().map(|s| s.peak_kv_bytes).max().unwrap_or(0)),
             disk.map_or("n/a".into(), super::bytes),

@@ -48,6 +48,31 @@ pub fn load_with(path: &Path, dtype: WeightDType, kernels: model::Kernels) -> Lo
     model::load(&model_config(path, dtype), kernels).unwrap()
 }
 
+/// The device the device tests run on: `TOKFIRE_TEST_DEVICE` (cpu, cuda, cuda:N, metal), else
+/// the CPU.
+pub fn test_device() -> DeviceSpec {
+    match std::env::var("TOKFIRE_TEST_DEVICE") {
+        Ok(s) if !s.is_empty() => {
+            DeviceSpec::parse(&s).unwrap_or_else(|e| panic!("TOKFIRE_TEST_DEVICE={s}: {e}"))
+        }
+        _ => DeviceSpec::Cpu,
+    }
+}
+
+/// [`load_with`] onto `device`.
+pub fn load_on(
+    path: &Path,
+    dtype: WeightDType,
+    kernels: model::Kernels,
+    device: DeviceSpec,
+) -> Loaded {
+    let cfg = ModelConfig {
+        device,
+        ..model_config(path, dtype)
+    };
+    model::load(&cfg, kernels).unwrap_or_else(|e| panic!("loading onto {device}: {e}"))
+}
+
 /// A synthetic GGUF in `dir` (Q8_0 matrices, separate head unless `tied`).
 pub fn synthetic_gguf(dir: &Path, quant: GgmlDType, tied: bool) -> PathBuf {
     let path = dir.join(format!("tiny-{quant:?}-{tied}.gguf"));

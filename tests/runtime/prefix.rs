@@ -95,10 +95,16 @@ fn shared_prompts(tails: std::ops::Range<u32>) -> Vec<Vec<u32>> {
 fn synthetic_outputs_are_the_same_with_and_without_the_cache() {
     let dir = tempfile::tempdir().unwrap();
     let path = synthetic_gguf(dir.path(), GgmlDType::Q8_0, false);
-    // On our kernels and on candle's (the device-generic path a GPU runs).
-    for kernels in [Kernels::Ours, Kernels::Candle] {
-        same_with_and_without_the_cache(&load_with(&path, WeightDType::Q, kernels).model);
-    }
+    same_with_and_without_the_cache(&load_with(&path, WeightDType::Q, Kernels::Ours).model);
+}
+
+/// The same on candle's path (the code a GPU runs), on `TOKFIRE_TEST_DEVICE` (default: the CPU).
+#[test]
+fn cached_and_uncached_outputs_are_the_same_on_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = synthetic_gguf(dir.path(), GgmlDType::Q8_0, false);
+    let device = test_device();
+    same_with_and_without_the_cache(&load_on(&path, WeightDType::Q, Kernels::Candle, device).model);
 }
 
 fn same_with_and_without_the_cache(m: &Model) {

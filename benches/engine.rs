@@ -9,7 +9,14 @@
 //! the llama family only (candle's quantized Gemma 3 uses the wrong activation, so it is no
 //! reference), other families show ours alone.
 //!
-//! `cargo bench --bench engine [-- --rounds N --decode N --threads N --model NAME|FILE]`
+//! `--depth N` adds a 512-token prefill after N tokens already in the cache (llama-bench's
+//! `-p 512 -d N`). After the table: the streaming read bandwidth the bench measures on its
+//! threads and the share of it single-sequence decode achieves (bytes read per token: every
+//! matrix once plus the KV rows attended to). `--json FILE` writes every case's samples
+//! (`tools/vs-llamacpp` reads it).
+//!
+//! `cargo bench --bench engine [-- --rounds N --decode N --threads N --model NAME|FILE
+//! --depth N --json FILE]`
 
 use std::time::Instant;
 
@@ -23,6 +30,9 @@ use tokfire::model::family::Model;
 use tokfire::model::kv::KvCache;
 use tokfire::model::llama::{LogitRows, SeqInput};
 
+#[path = "engine_bandwidth.rs"]
+mod bandwidth;
+
 const TEXT: &str = "The history of the printing press begins in the fifteenth century, when movable type made books cheaper and faster to produce. Within decades, presses spread across Europe, and pamphlets, newspapers and scientific journals followed. ";
 
 struct Args {
@@ -30,6 +40,8 @@ struct Args {
     decode: usize,
     threads: Option<usize>,
     model: Option<String>,
+    depth: usize,
+    json: Option<String>,
 }
 
 fn args() -> Args {
@@ -38,6 +50,8 @@ fn args() -> Args {
         decode: 64,
         threads: None,
         model: None,
+        depth: 0,
+        json: None,
     };
     let argv: Vec<String> = std::env::args().collect();
     for w in argv.windows(2) {
@@ -46,6 +60,8 @@ fn args() -> Args {
             "--decode" => a.decode = w[1].parse().expect("--decode N"),
             "--threads" => a.threads = Some(w[1].parse().expect("--threads N")),
             "--model" => a.model = Some(w[1].clone()),
+            "--depth" => a.depth = w[1].parse().expect("--depth N"),
+            "--json" => a.json = Some(w[1].clone()),
             _ => {}
         }
     }
@@ -113,6 +129,18 @@ fn step(m: &Model, tokens: &[Vec<u32>], caches: &mut [KvCache]) -> Vec<u32> {
 
 fn ours_prefill(m: &Model, prompt: &[u32]) -> f64 {
     let mut caches = vec![m.new_cache(prompt.len() + 1).unwrap()];
+    let t = Instant::now();
+    step(m, &[prompt.to_vec()], &mut caches);
+    t.elapsed().as_secs_f64()
+}
+
+/// Seconds to prefill `prompt` after `depth` (untimed, in 512-token chunks as llama-bench's
+/// micro-batches) already in the cache.
+fn ours_prefill_at(m: &Model, depth: &[u32], prompt: &[u32]) -> f64 {
+    let mut caches = vec![m.new_cache(depth.len() + prompt.len() + 1).unwrap()];
+    for chunk in depth.chunks(512) {
+        step(m, &[chunk.to_vec()], &mut caches);
+    }
     let t = Instant::now();
     step(m, &[prompt.to_vec()], &mut caches);
     t.elapsed().as_secs_f64()
@@ -193,7 +221,9 @@ fn main() {
         prompt_of(&ours.tokenizer, 512),
     );
     let short = &p128[..16];
-    let (mut o, mut s): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![vec![]; 5], vec![vec![]; 3]);
+    let deep = prompt_of(&ours.tokenizer, a.depth + 512);
+    let (deep, after) = deep.split_at(a.depth);
+    let (mut o, mut s): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![vec![]; 6], vec![vec![]; 3]);
     // One untimed warm-up of every shape for both engines.
     ours_prefill(&ours.model, &p128);
     ours_decode(&ours.model, short, 3, 4);
@@ -213,6 +243,9 @@ fn main() {
         }
         o[3].push(ours_decode(&ours.model, short, 2, a.decode));
         o[4].push(ours_decode(&ours.model, short, 3, a.decode));
+        if a.depth > 0 {
+            o[5].push(512.0 / ours_prefill_at(&ours.model, deep, after));
+        }
     }
     println!("engine benchmark: {} | {} | {} rounds, median (min–max) tok/s | decode {} tokens after a 16-token prompt", path.display(), tokfire::kernels::describe(), a.rounds, a.decode);
     println!("| case | ours | stock quantized_llama | ours ÷ stock |");
@@ -223,10 +256,49 @@ fn main() {
     row("decode, 1 sequence", &o[2], stock_col(2));
     row("decode, 2 sequences (aggregate)", &o[3], None);
     row("decode, 3 sequences (aggregate)", &o[4], None);
+    if a.depth > 0 {
+        row(&format!("prefill 512 at depth {}", a.depth), &o[5], None);
+    }
     let one = stats::median(&o[2]).unwrap();
     println!(
         "aggregate ÷ single-sequence decode: 2 seqs {:.2}×, 3 seqs {:.2}×",
         stats::median(&o[3]).unwrap() / one,
         stats::median(&o[4]).unwrap() / one
     );
+    let stream = bandwidth::streaming_read(5);
+    let kv = ours.model.kv_shape().bytes_per_token() as f64 * (16.0 + a.decode as f64 / 2.0);
+    let per_token = bandwidth::weight_bytes_per_token(&path) as f64 + kv;
+    let achieved = per_token * one;
+    println!(
+        "bandwidth: decode, 1 sequence reads {:.1} MB/token ({:.1} MB of KV) × {one:.1} tok/s = \
+         {:.2} GB/s, {:.0} % of this machine's streaming read ({:.2} GB/s, best of 5 over 1 GiB)",
+        per_token / 1e6,
+        kv / 1e6,
+        achieved / 1e9,
+        100.0 * achieved / stream,
+        stream / 1e9
+    );
+    if let Some(file) = &a.json {
+        let cases = [
+            "prefill_128",
+            "prefill_512",
+            "decode_1",
+            "decode_2_aggregate",
+            "decode_3_aggregate",
+            "prefill_512_at_depth",
+        ];
+        let mut out = serde_json::Map::new();
+        for (name, v) in cases.iter().zip(&o).filter(|(_, v)| !v.is_empty()) {
+            out.insert(
+                name.to_string(),
+                serde_json::json!({"median": stats::median(v), "samples": v}),
+            );
+        }
+        let doc = serde_json::json!({
+            "model": path, "kernels": tokfire::kernels::describe(), "depth": a.depth,
+            "decode_tokens": a.decode, "tok_s": out, "stream_read_bytes_s": stream,
+            "decode_bytes_per_token": per_token,
+        });
+        std::fs::write(file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    }
 }

@@ -180,15 +180,20 @@ pub(crate) fn one_start(
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;
-        // SAFETY: only prctl(2), async-signal-safe, runs between fork and exec. A child dies
-        // with this process (killed with -9, say) instead of running on as an orphan.
+        // SAFETY: only prctl(2) and getppid(2), async-signal-safe, run between fork and exec.
+        // A child dies with this process (killed with -9, say) instead of running on as an
+        // orphan; one whose parent died before the prctl took effect stops here.
+        let parent = std::process::id() as libc::pid_t;
         unsafe {
-            cmd.pre_exec(
-                || match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
-                    0 => Ok(()),
-                    _ => Err(std::io::Error::last_os_error()),
-                },
-            );
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                match libc::getppid() == parent {
+                    true => Ok(()),
+                    false => Err(std::io::Error::other("the parent died before the start")),
+                }
+            });
         }
     }
     let mut start = StartRecord {

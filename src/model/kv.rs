@@ -18,7 +18,7 @@ pub struct KvShape {
 
 impl KvShape {
     /// Bytes one token's K and V take across all layers (f32).
-    pub(crate) fn bytes_per_token(&self) -> usize {
+    pub fn bytes_per_token(&self) -> usize {
         2 * self.layers * self.kv_heads * self.head_dim * DType::F32.size_in_bytes()
     }
 }

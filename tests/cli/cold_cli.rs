@@ -392,6 +392,9 @@ fn a_start_dies_with_a_killed_parent() {
     };
     kill(parent.id(), libc::SIGKILL);
     parent.wait().unwrap();
+    // Let it run: caught before its death signal was armed, it must see the parent gone and
+    // stop there; caught after, the signal has killed it already.
+    kill(kid, libc::SIGCONT);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while proc_stat(kid).is_some_and(|(s, _)| s != 'Z') {
         if std::time::Instant::now() > deadline {

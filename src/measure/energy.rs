@@ -45,7 +45,7 @@ impl EnergyMeter {
     pub(crate) fn source(&self) -> String {
         match &self.counter {
             Counter::Rapl(_) => "CPU package 0, RAPL".into(),
-            Counter::Gpu(g) => format!("{g:?} board, NVML"),
+            Counter::Gpu(g) => format!("GPU {} board, NVML", g.index()),
         }
     }
 

@@ -48,6 +48,11 @@ impl Gpu {
         Err("this build has no CUDA support (cargo build --features cuda)".into())
     }
 
+    /// The GPU's index (as `--device cuda:N` names it).
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+
     /// The board's energy counter, millijoules since the driver loaded (Volta and later).
     pub(crate) fn energy_mj(&self) -> Result<u64, String> {
         #[cfg(feature = "cuda")]

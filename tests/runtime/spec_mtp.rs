@@ -16,7 +16,7 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Tensor;
 
 use common::*;
-use tokfire::config::{SamplingConfig, WeightDType};
+use tokfire::config::{DeviceSpec, SamplingConfig, WeightDType};
 use tokfire::engine::batching::{Engine, EventKind, Request};
 use tokfire::engine::scheduler::SchedulerConfig;
 use tokfire::error::EngineError;
@@ -135,19 +135,17 @@ fn a_file_with_a_nextn_block_decodes_like_the_same_model_without_it() {
 
 #[test]
 fn mtp_greedy_equals_plain_greedy_and_drafts_are_verified() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write(
-        dir.path(),
-        "mtp.gguf",
-        &Spec::default(),
-        &MtpSpec::default(),
-    );
-    mtp_greedy_equals_plain_greedy(&load_with(&path, WeightDType::Q, Kernels::Ours).model);
+    mtp_greedy_on(Kernels::Ours, DeviceSpec::Cpu);
 }
 
 /// The same on candle's path (the code a GPU runs), on `TOKFIRE_TEST_DEVICE` (default: the CPU).
 #[test]
 fn mtp_greedy_equals_plain_greedy_on_the_device() {
+    mtp_greedy_on(Kernels::Candle, test_device());
+}
+
+/// The default synthetic MTP model on `kernels` and `device`: MTP greedy is plain greedy.
+fn mtp_greedy_on(kernels: Kernels, device: DeviceSpec) {
     let dir = tempfile::tempdir().unwrap();
     let path = write(
         dir.path(),
@@ -155,8 +153,7 @@ fn mtp_greedy_equals_plain_greedy_on_the_device() {
         &Spec::default(),
         &MtpSpec::default(),
     );
-    let device = test_device();
-    mtp_greedy_equals_plain_greedy(&load_on(&path, WeightDType::Q, Kernels::Candle, device).model);
+    mtp_greedy_equals_plain_greedy(&load_on(&path, WeightDType::Q, kernels, device).model);
 }
 
 fn mtp_greedy_equals_plain_greedy(m: &Model) {

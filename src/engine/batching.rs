@@ -169,6 +169,11 @@ impl<'m> Engine<'m> {
                 "--spec-k 0 proposes nothing; use at least 1".into(),
             ));
         }
+        refuse_on_state(
+            self.model,
+            "speculative decoding",
+            "rolling back rejected drafts",
+        )?;
         self.sched.set_draft_tokens(k);
         self.spec = Some(verify::Speculation::new(drafter));
         Ok(())
@@ -225,6 +230,9 @@ impl<'m> Engine<'m> {
     /// Runs one step; false when there was nothing to do.
     pub fn step(&mut self) -> Result<bool, EngineError> {
         let _span = tracing::trace_span!("engine_step").entered();
+        if self.prefix.is_some() {
+            refuse_on_state(self.model, "--prefix-cache on", "restoring a cached prefix")?;
+        }
         let plan_start = Instant::now();
         let plan = match &self.prefix {
             Some(prefix) => {
@@ -486,5 +494,18 @@ impl<'m> Engine<'m> {
             id,
             kind,
         });
+    }
+}
+
+/// Refuses `what` on a model with recurrent state: `needs` a snapshot of that state, which
+/// this engine does not keep yet.
+fn refuse_on_state(model: &Model, what: &str, needs: &str) -> Result<(), EngineError> {
+    match model.state_bytes_per_seq() {
+        0 => Ok(()),
+        _ => Err(EngineError::Refused(format!(
+            "{what}: {} has recurrent layers, and {needs} needs snapshots of their state, which \
+             tokfire does not keep yet; run it with --spec none and --prefix-cache off",
+            model.arch()
+        ))),
     }
 }

@@ -6,6 +6,7 @@ use candle_core::{Device, Tensor};
 use super::gemma::Gemma;
 use super::kv::{KvCache, KvShape};
 use super::llama::{Llama, SeqInput};
+use super::qwen35::Qwen35;
 use crate::error::EngineError;
 
 /// A loaded model of one of the supported families.
@@ -16,6 +17,8 @@ pub enum Model {
     Llama(Llama),
     /// Gemma 3.
     Gemma(Gemma),
+    /// Qwen3.5: Gated DeltaNet and gated attention layers.
+    Qwen35(Qwen35),
 }
 
 impl Model {
@@ -29,6 +32,7 @@ impl Model {
         match self {
             Self::Llama(m) => m.forward(inputs, caches),
             Self::Gemma(m) => m.forward(inputs, caches),
+            Self::Qwen35(m) => m.forward(inputs, caches),
         }
     }
 
@@ -41,7 +45,7 @@ impl Model {
     ) -> Result<(Tensor, Tensor), EngineError> {
         match self {
             Self::Llama(m) => m.forward_hidden(inputs, caches),
-            Self::Gemma(_) => Err(EngineError::Bug(
+            Self::Gemma(_) | Self::Qwen35(_) => Err(EngineError::Bug(
                 "hidden states are handed out by llama-family models only".into(),
             )),
         }
@@ -52,6 +56,7 @@ impl Model {
         match self {
             Self::Llama(m) => m.new_cache(capacity),
             Self::Gemma(m) => m.new_cache(capacity),
+            Self::Qwen35(m) => m.new_cache(capacity),
         }
     }
 
@@ -60,6 +65,7 @@ impl Model {
         match self {
             Self::Llama(m) => m.kv_shape(),
             Self::Gemma(m) => m.kv_shape(),
+            Self::Qwen35(m) => m.kv_shape(),
         }
     }
 
@@ -68,6 +74,7 @@ impl Model {
         match self {
             Self::Llama(m) => m.storage(),
             Self::Gemma(m) => m.storage(),
+            Self::Qwen35(m) => m.storage(),
         }
     }
 
@@ -75,6 +82,7 @@ impl Model {
         match self {
             Self::Llama(m) => m.device(),
             Self::Gemma(m) => m.device(),
+            Self::Qwen35(m) => m.device(),
         }
     }
 
@@ -84,6 +92,7 @@ impl Model {
         let trained = match self {
             Self::Llama(m) => m.cfg.context_length,
             Self::Gemma(m) => m.cfg.base.context_length,
+            Self::Qwen35(m) => m.cfg.base.context_length,
         };
         trained.min(super::llama::MAX_ROPE_POSITIONS)
     }
@@ -93,6 +102,7 @@ impl Model {
         match self {
             Self::Llama(m) => &m.cfg.arch,
             Self::Gemma(m) => &m.cfg.base.arch,
+            Self::Qwen35(m) => &m.cfg.base.arch,
         }
     }
 
@@ -100,7 +110,7 @@ impl Model {
     pub fn as_llama(&self) -> Option<&Llama> {
         match self {
             Self::Llama(m) => Some(m),
-            Self::Gemma(_) => None,
+            Self::Gemma(_) | Self::Qwen35(_) => None,
         }
     }
 
@@ -108,7 +118,21 @@ impl Model {
     pub fn as_gemma(&self) -> Option<&Gemma> {
         match self {
             Self::Gemma(m) => Some(m),
-            Self::Llama(_) => None,
+            Self::Llama(_) | Self::Qwen35(_) => None,
         }
+    }
+
+    /// The Qwen3.5 model, when that is what is loaded.
+    pub fn as_qwen35(&self) -> Option<&Qwen35> {
+        match self {
+            Self::Qwen35(m) => Some(m),
+            Self::Llama(_) | Self::Gemma(_) => None,
+        }
+    }
+
+    /// Bytes of recurrent state one sequence holds beside its KV rows (0 for attention-only
+    /// families): fixed per sequence, whatever its length.
+    pub fn state_bytes_per_seq(&self) -> usize {
+        self.as_qwen35().map_or(0, |m| m.state_shape().bytes())
     }
 }

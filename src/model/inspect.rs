@@ -63,6 +63,9 @@ pub struct ModelReport {
     /// Gemma 3's sliding window, layer pattern, RoPE bases and soft-capping (Gemma only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gemma: Option<GemmaReport>,
+    /// A hybrid model's layer pattern and per-sequence state (Qwen3.5 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hybrid: Option<HybridReport>,
     /// The family that runs the file and what it applies (none for an unsupported one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<FamilyReport>,
@@ -188,6 +191,51 @@ impl GemmaReport {
     }
 }
 
+/// What a hybrid (recurrent + attention) model holds per sequence.
+#[derive(Debug, Clone, Serialize)]
+pub struct HybridReport {
+    /// The Gated DeltaNet layers.
+    pub recurrent_layers: Vec<usize>,
+    /// The full-attention layers (the only ones with KV rows).
+    pub attention_layers: Vec<usize>,
+    /// Head width of the attention layers.
+    pub head_dim: usize,
+    /// Recurrent state one sequence holds, every recurrent layer (conv windows and state
+    /// matrices, f32): fixed, whatever the sequence's length.
+    pub state_bytes_per_seq: usize,
+    /// KV bytes one token takes across the attention layers (f32).
+    pub kv_bytes_per_token: usize,
+    /// Key heads, value heads and head size of the Gated DeltaNet layers; conv width.
+    pub delta_heads: (usize, usize, usize),
+    pub conv_kernel: usize,
+    /// M-RoPE sections.
+    pub rope_sections: [usize; 4],
+    /// Multi-token-prediction blocks in the file (`nextn_predict_layers`).
+    pub mtp_blocks: usize,
+}
+
+impl HybridReport {
+    pub fn new(c: &super::families::qwen35::Qwen35Config) -> Self {
+        let layers = |want: bool| {
+            (0..c.base.layers)
+                .filter(|&l| c.recurrent[l] == want)
+                .collect()
+        };
+        let attention = c.attention_layers();
+        Self {
+            recurrent_layers: layers(true),
+            attention_layers: layers(false),
+            head_dim: c.base.head_dim,
+            state_bytes_per_seq: c.state_bytes(),
+            kv_bytes_per_token: 2 * attention * c.base.kv_heads * c.base.head_dim * 4,
+            delta_heads: (c.k_heads, c.v_heads, c.state),
+            conv_kernel: c.conv_kernel,
+            rope_sections: c.sections,
+            mtp_blocks: c.base.nextn,
+        }
+    }
+}
+
 /// Inspects a GGUF file.
 pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
     let g = Gguf::open_unchecked(path)?;
@@ -207,8 +255,16 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         }
     };
     let mut gemma = None;
+    let mut hybrid = None;
     let mut llama_cfg = None;
     match families::by_gguf(&arch) {
+        Some(f) if f.engine == families::Engine::Qwen35 => match validate::qwen35_config(&g, f) {
+            Ok(c) => {
+                hybrid = Some(HybridReport::new(&c));
+                llama_cfg = Some(c.base);
+            }
+            Err(p) => problems.extend(p),
+        },
         Some(f) if f.engine == families::Engine::Gemma => match validate::gemma_config(&g, f) {
             Ok(c) => {
                 gemma = Some(GemmaReport::new(&c));
@@ -301,6 +357,7 @@ pub fn inspect_gguf(path: &Path) -> Result<ModelReport, ModelError> {
         architecture: arch,
         problems,
         gemma,
+        hybrid,
         family,
     })
 }
@@ -374,6 +431,7 @@ pub(crate) fn inspect_dir(dir: &Path) -> Result<ModelReport, ModelError> {
         license: None,
         problems: Vec::new(),
         gemma,
+        hybrid: None,
         family: None,
     })
 }

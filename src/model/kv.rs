@@ -1,9 +1,12 @@
-//! Per-sequence KV cache: one preallocated K and V buffer per layer, laid out
+//! Per-sequence KV cache: one preallocated K and V buffer per attention layer, laid out
 //! `[kv_heads, capacity, head_dim]`, written in place at the sequence's position (no concat per
-//! step), grown by doubling when a sequence outlives its reservation, truncated for rollback.
+//! step), grown by doubling when a sequence outlives its reservation, truncated for rollback;
+//! for the hybrid families also the sequence's recurrent state ([`Recurrent`]), which a cut
+//! to an earlier length cannot restore.
 
 use candle_core::{DType, Device, Tensor};
 
+use super::recurrent::{Recurrent, StateShape};
 use crate::error::EngineError;
 
 /// The shape of one sequence's cache.
@@ -31,6 +34,8 @@ pub struct KvCache {
     len: usize,
     capacity: usize,
     device: Device,
+    /// The recurrent layers' state (hybrid families), none for attention-only models.
+    recurrent: Option<Recurrent>,
 }
 
 impl KvCache {
@@ -49,7 +54,36 @@ impl KvCache {
             len: 0,
             capacity,
             device: device.clone(),
+            recurrent: None,
         })
+    }
+
+    /// [`KvCache::new`] with recurrent state of `state`'s shape beside the KV rows.
+    pub(crate) fn with_state(
+        shape: KvShape,
+        capacity: usize,
+        device: &Device,
+        state: StateShape,
+    ) -> Result<Self, EngineError> {
+        let mut cache = Self::new(shape, capacity, device)?;
+        cache.recurrent = (state.layers > 0).then(|| Recurrent::new(state));
+        Ok(cache)
+    }
+
+    /// The recurrent state, for the hybrid families' steps.
+    pub(crate) fn recurrent_mut(&mut self) -> Option<&mut Recurrent> {
+        self.recurrent.as_mut()
+    }
+
+    /// The recurrent state, when the model has any.
+    #[cfg(any(test, feature = "synthetic"))]
+    pub fn recurrent(&self) -> Option<&Recurrent> {
+        self.recurrent.as_ref()
+    }
+
+    /// Bytes of recurrent state held (0 for attention-only models).
+    pub(crate) fn state_bytes(&self) -> usize {
+        self.recurrent.as_ref().map_or(0, |r| r.shape().bytes())
     }
 
     /// Tokens held.
@@ -67,17 +101,27 @@ impl KvCache {
         self.capacity
     }
 
-    /// Bytes allocated for K and V across all layers (capacity, not length).
+    /// Bytes allocated for K and V across all layers (capacity, not length), and the
+    /// recurrent state.
     pub(crate) fn bytes(&self) -> usize {
-        2 * self.shape.layers
-            * self.shape.kv_heads
-            * self.capacity
-            * self.shape.head_dim
-            * DType::F32.size_in_bytes()
+        self.state_bytes()
+            + 2 * self.shape.layers
+                * self.shape.kv_heads
+                * self.capacity
+                * self.shape.head_dim
+                * DType::F32.size_in_bytes()
     }
 
-    /// Forgets every token from position `len` on (speculative rollback, preemption).
+    /// Forgets every token from position `len` on (speculative rollback, preemption). Recurrent
+    /// state is reset by a cut to 0 and made unusable by any other cut short of the length.
     pub(crate) fn truncate(&mut self, len: usize) {
+        if let Some(r) = self.recurrent.as_mut() {
+            if len == 0 {
+                r.reset();
+            } else if len < self.len {
+                r.mark_stale();
+            }
+        }
         self.len = self.len.min(len);
     }
 

@@ -22,12 +22,16 @@ pub mod mapped;
 pub mod prefix;
 pub mod pretok;
 pub(crate) mod projections;
+pub mod qwen35;
+pub mod recurrent;
 #[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;
 #[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic_gemma;
 #[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic_mtp;
+#[cfg(any(test, feature = "synthetic"))]
+pub mod synthetic_qwen35;
 pub mod tokenizer;
 pub mod tokenizer_spm;
 pub(crate) mod validate;
@@ -179,9 +183,10 @@ fn load_gguf(
     };
     let mut g = Gguf::open(path)?;
     let family = arch::check_arch(&g.path, &g.architecture()?)?;
-    let (llama_cfg, gemma_cfg) = match family.engine {
-        families::Engine::Gemma => (None, Some(arch::GemmaConfig::from_gguf(&g, family)?)),
-        families::Engine::Llama => (Some(arch::LlamaConfig::from_gguf(&g, family)?), None),
+    let cfg_read = match family.engine {
+        families::Engine::Gemma => Config::Gemma(arch::GemmaConfig::from_gguf(&g, family)?),
+        families::Engine::Llama => Config::Llama(arch::LlamaConfig::from_gguf(&g, family)?),
+        families::Engine::Qwen35 => Config::Qwen35(qwen35_config(&g, family)?),
     };
     split.header_s = lap();
     let tokenizer = Tokenizer::from_gguf(&g)?;
@@ -199,10 +204,10 @@ fn load_gguf(
         LoadMode::Copy => None,
     };
     let mut src = weights::GgufSource::new(&mut g, device.clone(), map, kernels);
-    let model = match (llama_cfg, gemma_cfg) {
-        (_, Some(c)) => Model::Gemma(gemma::Gemma::load(c, &mut src, cfg.dtype)?),
-        (Some(c), None) => Model::Llama(Llama::load(c, &mut src, cfg.dtype)?),
-        (None, None) => unreachable!("one config is read; this is a bug"),
+    let model = match cfg_read {
+        Config::Gemma(c) => Model::Gemma(gemma::Gemma::load(c, &mut src, cfg.dtype)?),
+        Config::Llama(c) => Model::Llama(Llama::load(c, &mut src, cfg.dtype)?),
+        Config::Qwen35(c) => Model::Qwen35(qwen35::Qwen35::load(c, &mut src, cfg.dtype)?),
     };
     split.weights_s = lap();
     if let Some(m) = src.mapping() {
@@ -220,6 +225,24 @@ fn load_gguf(
         file_bytes,
         split: Some(split),
         gpu: None,
+    })
+}
+
+/// The hyper-parameters read from a GGUF, one kind per engine.
+enum Config {
+    Llama(arch::LlamaConfig),
+    Gemma(arch::GemmaConfig),
+    Qwen35(families::qwen35::Qwen35Config),
+}
+
+/// A Qwen3.5 file's hyper-parameters through the validation pass.
+fn qwen35_config(
+    g: &Gguf,
+    family: &'static families::Family,
+) -> Result<families::qwen35::Qwen35Config, ModelError> {
+    validate::qwen35_config(g, family).map_err(|problems| ModelError::Rejected {
+        path: g.path.clone(),
+        problems: validate::Problems(problems),
     })
 }
 

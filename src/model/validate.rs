@@ -74,6 +74,27 @@ pub(crate) fn gemma_config(g: &Gguf, family: &'static Family) -> Result<GemmaCon
     }
 }
 
+/// A Qwen3.5 model's hyper-parameters when the file passes, else every problem found.
+pub(crate) fn qwen35_config(
+    g: &Gguf,
+    family: &'static Family,
+) -> Result<super::families::qwen35::Qwen35Config, Vec<Problem>> {
+    let mut m = Meta::new(g, family);
+    let Some(base) = m.hyper_parameters() else {
+        return Err(m.problems);
+    };
+    let cfg = m.qwen35(base);
+    if let Some(cfg) = &cfg {
+        m.qwen35_tensors(cfg);
+        m.unused();
+        m.tokenizer(cfg.base.vocab as u64);
+    }
+    match cfg {
+        Some(cfg) if m.problems.is_empty() => Ok(cfg),
+        _ => Err(m.problems),
+    }
+}
+
 /// Reads metadata, recording a [`Problem`] for each value that is missing, mistyped or out of range.
 pub(super) struct Meta<'a> {
     pub(super) g: &'a Gguf,

@@ -72,6 +72,9 @@ pub(crate) fn text(r: &ModelReport) -> String {
             opt(r.rope_dim)
         ),
     );
+    if let Some(h) = &r.hybrid {
+        hybrid_lines(h, &mut line);
+    }
     if let Some(g) = &r.gemma {
         let cap = |c: Option<f64>| c.map_or_else(|| "none".to_string(), |c| c.to_string());
         let global: Vec<String> = g.global_layers.iter().map(|l| l.to_string()).collect();
@@ -248,4 +251,44 @@ fn truncate(s: &str, n: usize) -> String {
     } else {
         format!("{}…", s.chars().take(n).collect::<String>())
     }
+}
+
+/// The layer pattern and per-sequence memory of a hybrid model.
+fn hybrid_lines(h: &crate::model::inspect::HybridReport, line: &mut impl FnMut(&str, String)) {
+    let list = |l: &[usize]| {
+        l.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (k, v, s) = h.delta_heads;
+    line(
+        "layers",
+        format!(
+            "Gated DeltaNet {}; attention {}",
+            list(&h.recurrent_layers),
+            list(&h.attention_layers)
+        ),
+    );
+    line(
+        "delta net",
+        format!(
+            "{k} key / {v} value heads of {s}, conv width {}; attention head dim {}, rope \
+             sections {:?}",
+            h.conv_kernel, h.head_dim, h.rope_sections
+        ),
+    );
+    line(
+        "per sequence",
+        format!(
+            "state {} (fixed) + KV {} a token",
+            crate::fmt::bytes(h.state_bytes_per_seq as u64),
+            crate::fmt::bytes(h.kv_bytes_per_token as u64)
+        ),
+    );
+    let mtp = match h.mtp_blocks {
+        0 => "none".to_string(),
+        n => format!("{n} block(s) (not run by tokfire yet: the file is refused)"),
+    };
+    line("mtp head", mtp);
 }

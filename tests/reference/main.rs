@@ -8,5 +8,6 @@ mod common;
 mod gemma_real;
 mod gemma_reference;
 mod oracle;
+mod qwen35;
 mod real_model;
 mod reference_synthetic;

@@ -18,6 +18,7 @@ use tokfire::engine::sampler::argmax;
 use tokfire::model::llama::{LogitRows, SeqInput};
 use tokfire::model::synthetic::{self, Spec};
 use tokfire::model::synthetic_gemma::{write_gemma_gguf, GemmaSpec};
+use tokfire::model::synthetic_qwen35::{write_qwen35_gguf, Qwen35Spec};
 
 use crate::common::load;
 
@@ -108,6 +109,10 @@ fn family_models() -> Vec<(&'static str, Writer)> {
         (
             "gemma3",
             Box::new(|p: &Path| write_gemma_gguf(p, &GemmaSpec::default()).unwrap()),
+        ),
+        (
+            "qwen35",
+            Box::new(|p: &Path| write_qwen35_gguf(p, &Qwen35Spec::default()).unwrap()),
         ),
         (
             "gemma3-linear",

@@ -14,6 +14,7 @@ pub(crate) mod llama;
 pub(crate) mod phi3;
 mod qwen2;
 mod qwen3;
+pub(crate) mod qwen35;
 pub(crate) mod smollm3;
 
 use serde::Serialize;
@@ -26,6 +27,8 @@ pub enum Engine {
     Llama,
     /// [`super::gemma::Gemma`]: four norms a layer, GELU, sliding-window layers, soft-caps.
     Gemma,
+    /// [`super::qwen35::Qwen35`]: Gated DeltaNet layers beside gated attention layers.
+    Qwen35,
 }
 
 /// One supported family.
@@ -95,6 +98,7 @@ pub const FAMILIES: &[Family] = &[
     phi3::FAMILY,
     smollm3::FAMILY,
     gemma3::FAMILY,
+    qwen35::FAMILY,
 ];
 
 /// The family of a GGUF `general.architecture`.

@@ -1,0 +1,163 @@
+//! The Gated DeltaNet layer's sequence mixing on the CPU, one sequence's tokens at a time, in
+//! the recurrent form llama.cpp's CPU backend computes (`ggml_ssm_conv`, then its fused
+//! `ggml_gated_delta_net`): a causal conv1d with SiLU over the mixed q/k/v channels, per-head
+//! L2 normalization of q and k, then per value head the delta rule
+//! `S ← e^g·S; S ← S + β·(v − S k) kᵀ; o = S q / √state`, and the output's RMSNorm gated by
+//! `silu(z)`. Each sequence carries its conv window and state matrices between steps
+//! ([`super::super::recurrent::LayerState`]), so a prompt split into chunks gives the result of
+//! one chunk.
+
+use rayon::prelude::*;
+
+use super::super::recurrent::LayerState;
+
+/// The shape of one Gated DeltaNet layer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DeltaDims {
+    pub k_heads: usize,
+    pub v_heads: usize,
+    /// Size of a key head and of a value head.
+    pub state: usize,
+    pub kernel: usize,
+    /// RMS epsilon (the L2 norms and the output norm).
+    pub eps: f32,
+}
+
+impl DeltaDims {
+    /// Conv channels: q and k of every key head, then v of every value head.
+    pub(crate) fn channels(&self) -> usize {
+        (2 * self.k_heads + self.v_heads) * self.state
+    }
+}
+
+/// One sequence's inputs to the layer, `n` tokens.
+pub(crate) struct SeqMix<'a> {
+    /// The mixed projections before the conv, `[n, channels]`.
+    pub mixed: &'a [f32],
+    /// Log decay per token and value head, `[n, v_heads]` (≤ 0).
+    pub g: &'a [f32],
+    /// Write strength per token and value head, `[n, v_heads]`, in (0, 1).
+    pub beta: &'a [f32],
+}
+
+/// The causal conv1d and SiLU over `x` (`[n, channels]`), continuing `window` (the previous
+/// kernel − 1 inputs, oldest first), which then holds the last kernel − 1 inputs.
+/// `w` is `[channels, kernel]`, its first tap applied to the oldest input.
+pub(crate) fn conv_silu(x: &[f32], w: &[f32], window: &mut [f32], d: &DeltaDims) -> Vec<f32> {
+    let (c, k) = (d.channels(), d.kernel);
+    let n = x.len() / c;
+    let mut input = Vec::with_capacity((k - 1 + n) * c);
+    input.extend_from_slice(window);
+    input.extend_from_slice(x);
+    let mut out = vec![0f32; n * c];
+    for t in 0..n {
+        for ch in 0..c {
+            let taps = &w[ch * k..][..k];
+            let mut sum = 0f32;
+            for (i, tap) in taps.iter().enumerate() {
+                sum += input[(t + i) * c + ch] * tap;
+            }
+            out[t * c + ch] = sum / (1.0 + (-sum).exp());
+        }
+    }
+    window.copy_from_slice(&input[n * c..]);
+    out
+}
+
+/// `x / sqrt(Σx² + eps)`, as llama.cpp's `build_gdn_l2_norm` (an RMSNorm with eps / n, scaled
+/// by 1 / √n).
+fn l2_normalize(x: &mut [f32], eps: f32) {
+    let n = x.len() as f32;
+    let sum: f64 = x.iter().map(|v| f64::from(v * v)).sum();
+    let scale = 1.0 / ((sum as f32) / n + eps / n).sqrt() / n.sqrt();
+    x.iter_mut().for_each(|v| *v *= scale);
+}
+
+/// The layer's mixing for one sequence: conv, L2 norms, the delta rule per value head,
+/// returning the attention output `[n, v_heads · state]` before the gated norm, and advancing
+/// `st`.
+pub(crate) fn mix(seq: &SeqMix, conv_w: &[f32], st: &mut LayerState, d: &DeltaDims) -> Vec<f32> {
+    let conv = conv_silu(seq.mixed, conv_w, &mut st.conv, d);
+    let (c, s, hk, hv) = (d.channels(), d.state, d.k_heads, d.v_heads);
+    let n = conv.len() / c;
+    // q and k of every token, normalized per head: [n, hk, s] each.
+    let mut q = Vec::with_capacity(n * hk * s);
+    let mut k = Vec::with_capacity(n * hk * s);
+    for row in conv.chunks_exact(c) {
+        q.extend_from_slice(&row[..hk * s]);
+        k.extend_from_slice(&row[hk * s..2 * hk * s]);
+    }
+    q.chunks_exact_mut(s).for_each(|h| l2_normalize(h, d.eps));
+    k.chunks_exact_mut(s).for_each(|h| l2_normalize(h, d.eps));
+    let scale = 1.0 / (s as f32).sqrt();
+    let per_head: Vec<Vec<f32>> = st
+        .ssm
+        .par_chunks_mut(s * s)
+        .enumerate()
+        .map(|(h, m)| {
+            let kh = h % hk;
+            let mut out = vec![0f32; n * s];
+            let mut delta = vec![0f32; s];
+            for t in 0..n {
+                let qt = &q[(t * hk + kh) * s..][..s];
+                let kt = &k[(t * hk + kh) * s..][..s];
+                let vt = &conv[t * c + 2 * hk * s + h * s..][..s];
+                let decay = seq.g[t * hv + h].exp();
+                let beta = seq.beta[t * hv + h];
+                m.iter_mut().for_each(|x| *x *= decay);
+                for (j, row) in m.chunks_exact(s).enumerate() {
+                    delta[j] = (vt[j] - dot(row, kt)) * beta;
+                }
+                for (j, row) in m.chunks_exact_mut(s).enumerate() {
+                    row.iter_mut()
+                        .zip(kt)
+                        .for_each(|(x, ki)| *x += ki * delta[j]);
+                }
+                for (j, row) in m.chunks_exact(s).enumerate() {
+                    out[t * s + j] = dot(row, qt) * scale;
+                }
+            }
+            out
+        })
+        .collect();
+    let mut out = vec![0f32; n * hv * s];
+    for (h, o) in per_head.iter().enumerate() {
+        for t in 0..n {
+            out[(t * hv + h) * s..][..s].copy_from_slice(&o[t * s..][..s]);
+        }
+    }
+    out
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The output's per-head RMSNorm (weight `norm`, `[state]`) times `silu(z)`, in place on `o`
+/// (`[n, v_heads · state]`, as `z`).
+pub(crate) fn gated_norm(o: &mut [f32], z: &[f32], norm: &[f32], eps: f32) {
+    let s = norm.len();
+    for (head, zh) in o.chunks_exact_mut(s).zip(z.chunks_exact(s)) {
+        let mean: f64 = head.iter().map(|v| f64::from(v * v)).sum::<f64>() / s as f64;
+        let scale = 1.0 / ((mean as f32) + eps).sqrt();
+        for ((x, w), g) in head.iter_mut().zip(norm).zip(zh) {
+            *x = *x * scale * w * (g / (1.0 + (-g).exp()));
+        }
+    }
+}
+
+/// `softplus(alpha + dt_bias) · a` per token and value head (`a` = −exp(A_log), as the file
+/// stores it): the log decay. Softplus is linear above 20, as ggml's.
+pub(crate) fn decay(alpha: &mut [f32], dt_bias: &[f32], a: &[f32]) {
+    for row in alpha.chunks_exact_mut(a.len()) {
+        for ((x, b), a) in row.iter_mut().zip(dt_bias).zip(a) {
+            let y = *x + b;
+            let sp = if y > 20.0 { y } else { y.exp().ln_1p() };
+            *x = sp * a;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "delta_tests.rs"]
+mod tests;

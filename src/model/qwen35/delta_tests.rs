@@ -1,0 +1,163 @@
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::*;
+use crate::model::recurrent::LayerState;
+
+fn dims() -> DeltaDims {
+    DeltaDims {
+        k_heads: 2,
+        v_heads: 4,
+        state: 5,
+        kernel: 4,
+        eps: 1e-6,
+    }
+}
+
+fn random(n: usize, rng: &mut StdRng, range: std::ops::Range<f32>) -> Vec<f32> {
+    (0..n).map(|_| rng.random_range(range.clone())).collect()
+}
+
+fn fresh(d: &DeltaDims) -> LayerState {
+    LayerState {
+        conv: vec![0.0; (d.kernel - 1) * d.channels()],
+        ssm: vec![0.0; d.v_heads * d.state * d.state],
+    }
+}
+
+/// The layer in f64 with the state as an explicit matrix `S[v][k]`, written from the delta
+/// rule's definition: the reference the slice code must equal.
+fn reference(mixed: &[f32], g: &[f32], beta: &[f32], w: &[f32], d: &DeltaDims) -> Vec<f64> {
+    let (c, s, hk, hv, k) = (d.channels(), d.state, d.k_heads, d.v_heads, d.kernel);
+    let n = mixed.len() / c;
+    let x = |t: isize, ch: usize| match t < 0 {
+        true => 0.0,
+        false => f64::from(mixed[t as usize * c + ch]),
+    };
+    let conv: Vec<Vec<f64>> = (0..n)
+        .map(|t| {
+            (0..c)
+                .map(|ch| {
+                    let y: f64 = (0..k)
+                        .map(|i| {
+                            x(t as isize - (k - 1 - i) as isize, ch) * f64::from(w[ch * k + i])
+                        })
+                        .sum();
+                    y / (1.0 + (-y).exp())
+                })
+                .collect()
+        })
+        .collect();
+    let unit = |v: &[f64]| {
+        let norm = (v.iter().map(|x| x * x).sum::<f64>() + f64::from(d.eps)).sqrt();
+        v.iter().map(|x| x / norm).collect::<Vec<f64>>()
+    };
+    let mut out = vec![0f64; n * hv * s];
+    for h in 0..hv {
+        let kh = h % hk;
+        let mut m = vec![vec![0f64; s]; s];
+        for t in 0..n {
+            let q = unit(&conv[t][kh * s..][..s]);
+            let kk = unit(&conv[t][hk * s + kh * s..][..s]);
+            let v = &conv[t][2 * hk * s + h * s..][..s];
+            let decay = f64::from(g[t * hv + h]).exp();
+            let b = f64::from(beta[t * hv + h]);
+            for row in m.iter_mut() {
+                row.iter_mut().for_each(|x| *x *= decay);
+            }
+            let sk: Vec<f64> = m
+                .iter()
+                .map(|row| row.iter().zip(&kk).map(|(a, b)| a * b).sum())
+                .collect();
+            for j in 0..s {
+                for i in 0..s {
+                    m[j][i] += b * (v[j] - sk[j]) * kk[i];
+                }
+            }
+            for j in 0..s {
+                let o: f64 = m[j].iter().zip(&q).map(|(a, b)| a * b).sum();
+                out[(t * hv + h) * s + j] = o / (s as f64).sqrt();
+            }
+        }
+    }
+    out
+}
+
+fn inputs(n: usize, seed: u64, d: &DeltaDims) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mixed = random(n * d.channels(), &mut rng, -1.5..1.5);
+    let g = random(n * d.v_heads, &mut rng, -1.0..-0.01);
+    let beta = random(n * d.v_heads, &mut rng, 0.05..0.95);
+    let w = random(d.channels() * d.kernel, &mut rng, -0.8..0.8);
+    (mixed, g, beta, w)
+}
+
+#[test]
+fn the_delta_rule_equals_its_definition_in_f64() {
+    let d = dims();
+    let (mixed, g, beta, w) = inputs(9, 3, &d);
+    let mut st = fresh(&d);
+    let seq = SeqMix {
+        mixed: &mixed,
+        g: &g,
+        beta: &beta,
+    };
+    let ours = mix(&seq, &w, &mut st, &d);
+    let want = reference(&mixed, &g, &beta, &w, &d);
+    let worst = ours
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (f64::from(*a) - b).abs())
+        .fold(0.0, f64::max);
+    assert!(worst < 1e-5, "largest difference {worst}");
+}
+
+#[test]
+fn a_sequence_in_chunks_gives_the_one_chunk_result_and_state() {
+    let d = dims();
+    let n = 11;
+    let (mixed, g, beta, w) = inputs(n, 4, &d);
+    let (c, hv) = (d.channels(), d.v_heads);
+    let mut whole = fresh(&d);
+    let seq = SeqMix {
+        mixed: &mixed,
+        g: &g,
+        beta: &beta,
+    };
+    let one = mix(&seq, &w, &mut whole, &d);
+    let mut parts = fresh(&d);
+    let mut out = Vec::new();
+    for (a, b) in [(0, 1), (1, 2), (2, 7), (7, 11)] {
+        let seq = SeqMix {
+            mixed: &mixed[a * c..b * c],
+            g: &g[a * hv..b * hv],
+            beta: &beta[a * hv..b * hv],
+        };
+        out.extend(mix(&seq, &w, &mut parts, &d));
+    }
+    assert_eq!(out, one, "outputs");
+    assert_eq!(parts, whole, "state after the last token");
+}
+
+#[test]
+fn decay_is_softplus_times_a_and_linear_past_20() {
+    let mut alpha = vec![0.0, 30.0, -3.0];
+    decay(&mut alpha, &[0.5, 0.0, 1.0], &[-2.0, -1.0, -0.5]);
+    let sp = |x: f32| x.exp().ln_1p();
+    assert!((alpha[0] - sp(0.5) * -2.0).abs() < 1e-6);
+    assert_eq!(alpha[1], -30.0);
+    assert!((alpha[2] - sp(-2.0) * -0.5).abs() < 1e-6);
+}
+
+#[test]
+fn the_gated_norm_normalizes_each_head_and_gates_it() {
+    let mut o = vec![3.0, 4.0, 0.0, 2.0];
+    let z = vec![0.0, 50.0, 1.0, 1.0];
+    gated_norm(&mut o, &z, &[1.0, 2.0], 0.0);
+    // Head 0: rms 5/√2; silu(0) = 0, silu(50) ≈ 50.
+    assert_eq!(o[0], 0.0);
+    assert!((o[1] - 4.0 / (12.5f32).sqrt() * 2.0 * 50.0).abs() < 1e-3);
+    // Head 1: rms √2, silu(1) on both.
+    let silu1 = 1.0 / (1.0 + (-1.0f32).exp());
+    assert!((o[3] - 2.0 / 2f32.sqrt() * 2.0 * silu1).abs() < 1e-6);
+}

@@ -1,0 +1,119 @@
+//! Qwen3.5 (Gated DeltaNet + gated attention) against llama.cpp's fixture beyond the one-chunk
+//! prefill `oracle` checks: a prompt prefilled in several chunks (the conv window and state
+//! matrices carried between steps) and three sequences sharing every step (each with its own
+//! state) give llama.cpp's greedy ids and our one-sequence logits; the recurrent state after a
+//! chunked prefill equals the one-chunk state.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use tokfire::config::WeightDType;
+use tokfire::model::llama::{LogitRows, SeqInput};
+use tokfire::model::synthetic_qwen35::{write_qwen35_gguf, Qwen35Spec};
+
+use crate::common::{batched, load, max_diff, solo, Plan};
+
+#[derive(Deserialize)]
+struct Fixture {
+    prompt_ids: Vec<u32>,
+    greedy: Vec<u32>,
+}
+
+fn fixture() -> Fixture {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle/family-qwen35.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn model(dir: &Path) -> PathBuf {
+    let path = dir.join("qwen35.gguf");
+    write_qwen35_gguf(&path, &Qwen35Spec::default()).unwrap();
+    path
+}
+
+/// Same bound as the one-chunk oracle check: only the order of f32 operations differs.
+const TOL: f32 = 2e-5;
+
+#[test]
+fn a_prompt_in_chunks_gives_llama_cpps_greedy_ids_and_the_one_chunk_logits() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(&model(dir.path()), WeightDType::Q);
+    let want = fixture();
+    let n = want.greedy.len();
+    let whole = solo(&loaded.model, &want.prompt_ids, n);
+    assert_eq!(whole.tokens, want.greedy, "one chunk");
+    for chunk in [1, 5, 13] {
+        let plan = Plan {
+            prompt: want.prompt_ids.clone(),
+            start: 0,
+            chunk,
+        };
+        let got = batched(&loaded.model, &[plan], n).pop().unwrap();
+        assert_eq!(got.tokens, want.greedy, "chunks of {chunk}");
+        for (a, b) in got.logits.iter().zip(&whole.logits) {
+            let d = max_diff(a, b);
+            assert!(d < TOL, "chunks of {chunk}: logits differ by {d}");
+        }
+    }
+}
+
+#[test]
+fn three_sequences_in_one_batch_each_give_their_solo_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(&model(dir.path()), WeightDType::Q);
+    let ids = fixture().prompt_ids;
+    let prompts = [ids.clone(), ids[..20].to_vec(), ids[7..].to_vec()];
+    let plans: Vec<Plan> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Plan {
+            prompt: p.clone(),
+            start: i,
+            chunk: 6 + i,
+        })
+        .collect();
+    let n = 12;
+    let together = batched(&loaded.model, &plans, n);
+    for (i, p) in prompts.iter().enumerate() {
+        let alone = solo(&loaded.model, p, n);
+        assert_eq!(together[i].tokens, alone.tokens, "sequence {i}");
+        for (a, b) in together[i].logits.iter().zip(&alone.logits) {
+            let d = max_diff(a, b);
+            assert!(d < TOL, "sequence {i}: logits differ by {d}");
+        }
+    }
+}
+
+#[test]
+fn the_state_after_a_chunked_prefill_equals_the_one_chunk_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(&model(dir.path()), WeightDType::Q);
+    let ids = fixture().prompt_ids;
+    let m = &loaded.model;
+    let run = |chunks: &[usize]| {
+        let mut cache = m.new_cache(ids.len()).unwrap();
+        let mut at = 0;
+        for &c in chunks {
+            let input = SeqInput {
+                tokens: &ids[at..at + c],
+                logits: LogitRows::None,
+            };
+            m.forward(&[input], &mut [&mut cache]).unwrap();
+            at += c;
+        }
+        assert_eq!(at, ids.len());
+        cache
+    };
+    let one = run(&[ids.len()]);
+    let split = run(&[3, 1, 17, ids.len() - 21]);
+    let d = one
+        .recurrent()
+        .unwrap()
+        .max_diff(split.recurrent().unwrap())
+        .unwrap();
+    assert!(d < 1e-5, "states differ by {d}");
+    assert_eq!(
+        m.state_bytes_per_seq(),
+        one.recurrent().unwrap().shape().bytes()
+    );
+}

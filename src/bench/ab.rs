@@ -370,6 +370,7 @@ fn rounds(
             jobs,
             peak_rss_bytes: None,
             peak_kv_bytes: 0,
+            peak_state_bytes: 0,
             rounds: Vec::new(),
         });
     }
@@ -458,6 +459,7 @@ fn one_round(
     super::spec_setup::note_round(&mut state.record, &out);
     let level = &mut state.record.levels[0];
     level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
+    level.peak_state_bytes = level.peak_state_bytes.max(out.peak_state_bytes);
     let peak = memory::peak_rss_bytes();
     level.peak_rss_bytes = level.peak_rss_bytes.max(peak);
     let mut round = out.record;

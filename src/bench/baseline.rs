@@ -73,6 +73,7 @@ pub(crate) fn push_level(record: &mut RunRecord, jobs: usize) {
             jobs,
             peak_rss_bytes: None,
             peak_kv_bytes: 0,
+            peak_state_bytes: 0,
             rounds: Vec::new(),
         });
     }
@@ -103,6 +104,7 @@ pub(crate) fn round(
         .last_mut()
         .expect("level pushed before its rounds; this is a bug");
     level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
+    level.peak_state_bytes = level.peak_state_bytes.max(out.peak_state_bytes);
     level.peak_rss_bytes = crate::measure::memory::peak_rss_bytes();
     let mut r = out.record;
     r.index = at.index;

@@ -42,6 +42,8 @@ pub struct RoundOutput {
     pub record: RoundRecord,
     pub events: Vec<Event>,
     pub peak_kv_bytes: u64,
+    /// The recurrent-state high-water mark, bytes (hybrid models; 0 otherwise).
+    pub peak_state_bytes: u64,
     /// Which job sent each request.
     pub job_of: HashMap<RequestId, usize>,
     /// The drafter's KV high-water mark, bytes (0 without a drafter that keeps a cache).
@@ -230,6 +232,7 @@ pub fn run_round(
         }
     }
     let (mut seen, mut finished_tasks, mut peak_kv) = (0, 0, 0u64);
+    let mut peak_state = 0u64;
     let stopped = || setup.stop.is_some_and(|s| s.load(Ordering::Relaxed) != 0);
     loop {
         if stopped() {
@@ -247,6 +250,7 @@ pub fn run_round(
             continue;
         }
         peak_kv = peak_kv.max(d.engine.kv_bytes() as u64);
+        peak_state = peak_state.max(d.engine.state_bytes() as u64);
         let ended: Vec<(RequestId, FinishReason)> = d.engine.events()[seen..]
             .iter()
             .filter_map(|ev| match (ev.id, &ev.kind) {
@@ -266,6 +270,7 @@ pub fn run_round(
         record,
         events,
         peak_kv_bytes: peak_kv,
+        peak_state_bytes: peak_state,
         job_of: d.owner,
         peak_draft_kv_bytes: d.engine.drafter_peak_kv_bytes() as u64,
         transcripts: d.transcripts,

@@ -210,6 +210,7 @@ fn levels(
             jobs,
             peak_rss_bytes: None,
             peak_kv_bytes: 0,
+            peak_state_bytes: 0,
             rounds: Vec::new(),
         });
         super::baseline::push_level(record, jobs);
@@ -238,6 +239,7 @@ fn levels(
             super::spec_setup::note_round(record, &out);
             let level = record.levels.last_mut().expect("level pushed above");
             level.peak_kv_bytes = level.peak_kv_bytes.max(out.peak_kv_bytes);
+            level.peak_state_bytes = level.peak_state_bytes.max(out.peak_state_bytes);
             level.peak_rss_bytes = memory::peak_rss_bytes();
             let mut round = out.record.clone();
             round.index = r;

@@ -142,11 +142,13 @@ impl<'m> Engine<'m> {
     /// that many tokens.
     pub fn new(model: &'m Model, cfg: SchedulerConfig, sampling: SamplingConfig) -> Self {
         let bytes_per_token = model.kv_shape().bytes_per_token();
+        let mut sched = Scheduler::new(cfg);
+        sched.set_state_tokens(model.state_bytes_per_seq().div_ceil(bytes_per_token.max(1)));
         Self {
             prefix: (cfg.prefix_cache_tokens > 0)
                 .then(|| PrefixCache::new(cfg.prefix_cache_tokens, bytes_per_token)),
             model,
-            sched: Scheduler::new(cfg),
+            sched,
             sampling,
             seqs: HashMap::new(),
             outputs: HashMap::new(),
@@ -345,6 +347,14 @@ impl<'m> Engine<'m> {
             .filter_map(|s| s.cache.as_ref().map(KvCache::bytes))
             .sum::<usize>()
             + prefix
+    }
+
+    /// Recurrent-state bytes held now by the running sequences (hybrid models; 0 otherwise).
+    pub(crate) fn state_bytes(&self) -> usize {
+        self.seqs
+            .values()
+            .filter_map(|s| s.cache.as_ref().map(KvCache::state_bytes))
+            .sum()
     }
 
     /// Hands the prefix cache over, to carry it into the next engine over the same model (a

@@ -105,6 +105,9 @@ pub struct Scheduler {
     running: Vec<Seq>,
     /// Draft tokens a decode item may carry (speculation's k; 0 without).
     draft_k: usize,
+    /// KV-token equivalents of the fixed recurrent state each running sequence holds (hybrid
+    /// models; 0 otherwise): counted against the KV budget like the tokens it stands for.
+    state_tokens: usize,
 }
 
 impl Scheduler {
@@ -114,7 +117,14 @@ impl Scheduler {
             waiting: VecDeque::new(),
             running: Vec::new(),
             draft_k: 0,
+            state_tokens: 0,
         }
+    }
+
+    /// Charges every running sequence `n` KV tokens more for its recurrent state (the state's
+    /// bytes over a token's KV bytes, rounded up).
+    pub fn set_state_tokens(&mut self, n: usize) {
+        self.state_tokens = n;
     }
 
     /// Lets each decode item carry up to `k` draft tokens, budgeted like any other token.
@@ -130,14 +140,18 @@ impl Scheduler {
         prompt_len: usize,
         max_new: usize,
     ) -> Result<(), String> {
-        if prompt_len + max_new > self.cfg.seq_kv_budget() {
+        let need = prompt_len + max_new + self.state_tokens;
+        if need > self.cfg.seq_kv_budget() {
             let cache = match self.cfg.prefix_cache_tokens {
                 0 => String::new(),
                 n => format!(" after the prefix cache's {n}"),
             };
+            let state = match self.state_tokens {
+                0 => String::new(),
+                n => format!(" + {n} for its recurrent state"),
+            };
             return Err(format!(
-                "request {id} needs {} KV tokens ({prompt_len} prompt + {max_new} new) but the KV budget{cache} is {}; raise --kv-budget or lower the output limit",
-                prompt_len + max_new,
+                "request {id} needs {need} KV tokens ({prompt_len} prompt + {max_new} new{state}) but the KV budget{cache} is {}; raise --kv-budget or lower the output limit",
                 self.cfg.seq_kv_budget()
             ));
         }
@@ -180,9 +194,13 @@ impl Scheduler {
         self.running.len()
     }
 
-    /// Tokens held in the running sequences' KV caches now.
+    /// Tokens held in the running sequences' KV caches now, their recurrent state counted as
+    /// the tokens it stands for.
     pub fn kv_tokens(&self) -> usize {
-        self.running.iter().map(|s| s.cached).sum()
+        self.running
+            .iter()
+            .map(|s| s.cached + self.state_tokens)
+            .sum()
     }
 
     /// Running sequences ready to decode that `plan` gives no item (they wait this step out).
@@ -246,9 +264,10 @@ impl Scheduler {
 
     /// Preempts the most recently admitted sequences until every running decode fits the budget.
     fn preempt_for_kv(&mut self, plan: &mut Plan) {
+        let state = self.state_tokens;
         let need = |run: &[Seq]| {
             run.iter()
-                .map(|s| s.cached + (s.known() - s.cached).min(1))
+                .map(|s| s.cached + (s.known() - s.cached).min(1) + state)
                 .sum::<usize>()
         };
         while self.running.len() > 1 && need(&self.running) > self.cfg.seq_kv_budget() {

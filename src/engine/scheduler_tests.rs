@@ -38,7 +38,13 @@ struct Outcome {
 
 /// Drives the scheduler to completion, checking every budget on every step.
 fn simulate(c: SchedulerConfig, reqs: &[(usize, usize)]) -> Outcome {
+    simulate_with_state(c, reqs, 0)
+}
+
+/// [`simulate`] with each running sequence charged `state` KV tokens for its recurrent state.
+fn simulate_with_state(c: SchedulerConfig, reqs: &[(usize, usize)], state: usize) -> Outcome {
     let mut s = Scheduler::new(c);
+    s.set_state_tokens(state);
     let mut tokens: HashMap<RequestId, Vec<u64>> = HashMap::new();
     let mut cache: HashMap<RequestId, usize> = HashMap::new();
     for (i, &(prompt, max_new)) in reqs.iter().enumerate() {
@@ -78,10 +84,8 @@ fn simulate(c: SchedulerConfig, reqs: &[(usize, usize)]) -> Outcome {
             assert!(item.len <= c.prefill_chunk);
             cache.insert(item.id, item.start + item.len);
         }
-        assert!(
-            cache.values().sum::<usize>() <= c.kv_budget_tokens,
-            "KV budget exceeded"
-        );
+        let held: usize = cache.values().filter(|&&n| n > 0).map(|n| n + state).sum();
+        assert!(held <= c.kv_budget_tokens, "KV budget exceeded");
         for item in &plan.items {
             let stop = if item.samples {
                 let seq = tokens.get_mut(&item.id).unwrap();
@@ -200,4 +204,18 @@ fn a_request_larger_than_the_kv_budget_is_refused() {
     let mut s = Scheduler::new(cfg(2, 8, 8, 20));
     let e = s.submit(0, 15, 10).unwrap_err();
     assert!(e.contains("--kv-budget"), "{e}");
+}
+
+#[test]
+fn recurrent_state_is_charged_to_the_kv_budget_and_changes_no_output() {
+    let reqs = workload();
+    let c = cfg(3, 24, 8, 90);
+    let plain = simulate(c, &reqs);
+    let charged = simulate_with_state(c, &reqs, 30);
+    assert_eq!(charged.outputs, plain.outputs);
+    assert!(charged.steps > plain.steps, "fewer sequences fit at once");
+    let mut s = Scheduler::new(c);
+    s.set_state_tokens(30);
+    let err = s.submit(0, 50, 20).unwrap_err();
+    assert!(err.contains("+ 30 for its recurrent state"), "{err}");
 }

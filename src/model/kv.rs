@@ -101,15 +101,14 @@ impl KvCache {
         self.capacity
     }
 
-    /// Bytes allocated for K and V across all layers (capacity, not length), and the
-    /// recurrent state.
+    /// Bytes allocated for K and V across all layers (capacity, not length); the recurrent
+    /// state is [`KvCache::state_bytes`].
     pub(crate) fn bytes(&self) -> usize {
-        self.state_bytes()
-            + 2 * self.shape.layers
-                * self.shape.kv_heads
-                * self.capacity
-                * self.shape.head_dim
-                * DType::F32.size_in_bytes()
+        2 * self.shape.layers
+            * self.shape.kv_heads
+            * self.capacity
+            * self.shape.head_dim
+            * DType::F32.size_in_bytes()
     }
 
     /// Forgets every token from position `len` on (speculative rollback, preemption). Recurrent

@@ -285,7 +285,12 @@ pub(crate) fn write_gguf_with(
         let (t, dtype) = if rows == 1 {
             (Tensor::from_vec(data, cols, &dev)?, GgmlDType::F32)
         } else {
-            (Tensor::from_vec(data, (rows, cols), &dev)?, spec.quant)
+            // The conv kernels stay f32, as llama.cpp's converter keeps them (4 taps a row).
+            let dtype = match name.ends_with("ssm_conv1d.weight") {
+                true => GgmlDType::F32,
+                false => spec.quant,
+            };
+            (Tensor::from_vec(data, (rows, cols), &dev)?, dtype)
         };
         qs.push((name, QTensor::quantize(&t, dtype)?));
     }

@@ -82,6 +82,7 @@ fn level_figures(run: &RunRecord, level: &LevelRecord) -> Vec<RoundFigures> {
                 jobs: level.jobs,
                 peak_rss_bytes: None,
                 peak_kv_bytes: 0,
+                peak_state_bytes: 0,
                 rounds: vec![r.clone()],
             };
             let s = summarize(&one);

@@ -258,6 +258,11 @@ pub struct LoadClock {
     pub split: Option<load::LoadSplitRecord>,
 }
 
+/// Whether a byte count is 0 (an optional record field left out).
+pub(crate) fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 /// One concurrency level: its warm-up and measured rounds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LevelRecord {
@@ -266,6 +271,9 @@ pub struct LevelRecord {
     pub peak_rss_bytes: Option<u64>,
     /// Largest KV-cache bytes held at once in the level.
     pub peak_kv_bytes: u64,
+    /// Largest recurrent-state bytes held at once in the level (hybrid models; absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub peak_state_bytes: u64,
     /// Warm-up rounds first (flagged), then measured rounds.
     pub rounds: Vec<RoundRecord>,
 }

@@ -54,6 +54,9 @@ pub struct LevelSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_device_bytes: Option<u64>,
     pub peak_kv_bytes: u64,
+    /// Largest recurrent-state bytes held at once (hybrid models; absent when 0).
+    #[serde(default, skip_serializing_if = "super::is_zero_u64")]
+    pub peak_state_bytes: u64,
     /// Decode steps by sequences carried: seqs → steps.
     pub decode_steps_by_seqs: BTreeMap<usize, usize>,
     /// Fraction of decode steps that carried `jobs` or more sequences.
@@ -182,6 +185,7 @@ pub fn summarize(level: &LevelRecord) -> LevelSummary {
         peak_rss_bytes: level.peak_rss_bytes,
         peak_device_bytes: rounds.iter().filter_map(|r| r.peak_device_bytes).max(),
         peak_kv_bytes: level.peak_kv_bytes,
+        peak_state_bytes: level.peak_state_bytes,
         decode_steps_by_seqs: hist,
         full_step_fraction: (decode_steps > 0).then(|| full as f64 / decode_steps as f64),
         harness_fraction: (wall > 0.0).then(|| (wall - forward - draft).max(0.0) / wall),
@@ -290,6 +294,7 @@ impl LevelSummary {
             peak_rss_bytes: None,
             peak_device_bytes: None,
             peak_kv_bytes: 0,
+            peak_state_bytes: 0,
             decode_steps_by_seqs: BTreeMap::new(),
             full_step_fraction: None,
             harness_fraction: None,

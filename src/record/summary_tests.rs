@@ -75,6 +75,7 @@ fn a_fast_total_does_not_hide_a_slow_job() {
         jobs: 2,
         peak_rss_bytes: Some(1),
         peak_kv_bytes: 2,
+        peak_state_bytes: 0,
         rounds: vec![warm, round],
     };
     let s = summarize(&level);

@@ -163,9 +163,9 @@ pub(crate) fn one_screen(run: &RunRecord, d: &RunSummary) -> String {
         &mut out,
         "resources:",
         format!(
-            "peak memory {}{gpu}; KV peak {}; power {power}; disk read {}",
+            "peak memory {}{gpu}; {}; power {power}; disk read {}",
             peak.map_or("n/a".into(), super::bytes),
-            super::bytes(d.levels.iter().map(|s| s.peak_kv_bytes).max().unwrap_or(0)),
+            state_peak(d),
             disk.map_or("n/a".into(), super::bytes),
         ),
     );
@@ -215,6 +215,24 @@ fn quiet_wait_line(run: &RunRecord) -> Option<String> {
 
 /// What the noise sentinel saw, over every level: quiet, or which levels were disturbed and by
 /// how much; none for records without sentinel readings.
+/// "KV peak X", or for a hybrid model the state held at its peak split into KV rows and
+/// recurrent state.
+fn state_peak(d: &RunSummary) -> String {
+    let most = |f: fn(&crate::record::summary::LevelSummary) -> u64| {
+        d.levels.iter().map(f).max().unwrap_or(0)
+    };
+    let (kv, state) = (most(|s| s.peak_kv_bytes), most(|s| s.peak_state_bytes));
+    match state {
+        0 => format!("KV peak {}", super::bytes(kv)),
+        _ => format!(
+            "state peak {} (KV {} + recurrent {})",
+            super::bytes(kv + state),
+            super::bytes(kv),
+            super::bytes(state)
+        ),
+    }
+}
+
 pub(crate) fn machine_line(d: &RunSummary) -> Option<String> {
     let q: Vec<&crate::record::quiet::QuietFigures> = d
         .levels

@@ -117,3 +117,59 @@ fn the_state_after_a_chunked_prefill_equals_the_one_chunk_state() {
         one.recurrent().unwrap().shape().bytes()
     );
 }
+
+#[test]
+fn speculation_and_the_prefix_cache_are_refused_by_name_until_state_snapshots_exist() {
+    use tokfire::engine::batching::Engine;
+    use tokfire::engine::generate::one_request;
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(&model(dir.path()), WeightDType::Q);
+    let mut engine = Engine::new(&loaded.model, one_request(8, 4, 0), Default::default());
+    let drafter = Box::new(tokfire::spec::lookup::Lookup::new(1, 3));
+    let err = engine.set_speculation(drafter, 3).unwrap_err().to_string();
+    assert!(
+        err.contains("recurrent") && err.contains("--spec none"),
+        "{err}"
+    );
+    let mut engine = Engine::new(&loaded.model, one_request(8, 4, 64), Default::default());
+    let err = engine.step().unwrap_err().to_string();
+    assert!(
+        err.contains("--prefix-cache on") && err.contains("qwen35"),
+        "{err}"
+    );
+}
+
+/// Writes a Qwen3.5 model of the shape asked for (`TOKFIRE_QWEN35_SHAPE`: `tiny`, the tests'
+/// model with a 4096-token context, or `0.8b`, Qwen3.5-0.8B's trunk with this tokenizer's
+/// vocabulary, Q8_0) to `$TOKFIRE_QWEN35_OUT`, for the CLI and the engine bench.
+#[test]
+#[ignore = "writes a model for manual runs; set TOKFIRE_QWEN35_OUT"]
+fn write_qwen35_model() {
+    use candle_core::quantized::GgmlDType;
+    let out = std::env::var_os("TOKFIRE_QWEN35_OUT").expect("TOKFIRE_QWEN35_OUT");
+    let spec = match std::env::var("TOKFIRE_QWEN35_SHAPE").as_deref() {
+        Ok("0.8b") => Qwen35Spec {
+            hidden: 1024,
+            ffn: 3584,
+            layers: 24,
+            interval: 4,
+            heads: 8,
+            kv_heads: 2,
+            head_dim: 256,
+            rot: 64,
+            sections: [11, 11, 10, 0],
+            conv_kernel: 4,
+            state: 128,
+            k_heads: 16,
+            v_heads: 16,
+            context: 32_768,
+            quant: GgmlDType::Q8_0,
+            seed: 8,
+        },
+        _ => Qwen35Spec {
+            context: 4096,
+            ..Qwen35Spec::default()
+        },
+    };
+    write_qwen35_gguf(Path::new(&out), &spec).unwrap();
+}

@@ -87,17 +87,18 @@ fn admit(
         let Some(head) = s.waiting.front() else {
             break;
         };
-        if head.known() > room.kv.min(kv_for_new) {
+        if head.known() + s.state_tokens > room.kv.min(kv_for_new) {
             break; // admit only what can hold its whole prompt, or it would be preempted at once
         }
         let mut seq = head.clone();
         seq.cached = reusable(seq.id).min(seq.known() - 1);
-        let Some(item) = s.item_for(&seq, room.tokens, room.kv - seq.cached) else {
+        let held = seq.cached + s.state_tokens;
+        let Some(item) = s.item_for(&seq, room.tokens, room.kv - held) else {
             break;
         };
-        kv_for_new = kv_for_new.saturating_sub(seq.known() + 1);
+        kv_for_new = kv_for_new.saturating_sub(seq.known() + 1 + s.state_tokens);
         room.take(item.len);
-        room.kv -= seq.cached;
+        room.kv -= held;
         plan.items.push(item);
         plan.admitted.push(seq.id);
         s.waiting.pop_front().expect("head exists; this is a bug");
@@ -125,7 +126,11 @@ fn decode_first(s: &mut Scheduler, plan: &mut Plan, reusable: Reusable<'_>) {
 fn prefill_first(s: &mut Scheduler, plan: &mut Plan, reusable: Reusable<'_>) {
     let mut room = Room::of(s);
     plan_running(s, plan, &mut room, |q| !q.decoding(), false);
-    let held: usize = s.running.iter().map(|q| q.known() + 1).sum();
+    let held: usize = s
+        .running
+        .iter()
+        .map(|q| q.known() + 1 + s.state_tokens)
+        .sum();
     let kv_for_new = s.cfg.seq_kv_budget().saturating_sub(held).saturating_sub(1);
     admit(s, plan, &mut room, kv_for_new, reusable);
     if plan.items.is_empty() {

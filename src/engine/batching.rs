@@ -135,6 +135,9 @@ pub struct Engine<'m> {
     events: Vec<Event>,
     spec: Option<verify::Speculation<'m>>,
     prefix: Option<PrefixCache>,
+    /// Recurrent-state snapshots each new cache keeps (speculation's k + 1; 0 without), so a
+    /// rejected draft can be rolled back on a model with recurrent layers.
+    snapshots: usize,
 }
 
 impl<'m> Engine<'m> {
@@ -154,6 +157,7 @@ impl<'m> Engine<'m> {
             outputs: HashMap::new(),
             events: Vec::new(),
             spec: None,
+            snapshots: 0,
         }
     }
 
@@ -171,11 +175,11 @@ impl<'m> Engine<'m> {
                 "--spec-k 0 proposes nothing; use at least 1".into(),
             ));
         }
-        refuse_on_state(
-            self.model,
-            "speculative decoding",
-            "rolling back rejected drafts",
-        )?;
+        // A verify step rolls back to any of its k + 1 lengths: keep the state after each.
+        self.snapshots = k + 1;
+        let per_seq = self.model.state_bytes_per_seq() * (1 + self.snapshots);
+        let per_token = self.model.kv_shape().bytes_per_token().max(1);
+        self.sched.set_state_tokens(per_seq.div_ceil(per_token));
         self.sched.set_draft_tokens(k);
         self.spec = Some(verify::Speculation::new(drafter));
         Ok(())
@@ -387,6 +391,7 @@ impl<'m> Engine<'m> {
                 Some(c) => c,
                 None => {
                     let mut c = self.model.new_cache(s.prompt_len + s.max_new)?;
+                    c.keep_snapshots(self.snapshots);
                     if item.start > 0 {
                         let prefix = self.prefix.as_mut().ok_or_else(|| {
                             EngineError::Bug(
@@ -514,7 +519,7 @@ fn refuse_on_state(model: &Model, what: &str, needs: &str) -> Result<(), EngineE
         0 => Ok(()),
         _ => Err(EngineError::Refused(format!(
             "{what}: {} has recurrent layers, and {needs} needs snapshots of their state, which \
-             tokfire does not keep yet; run it with --spec none and --prefix-cache off",
+             tokfire does not keep there yet; run it with --prefix-cache off",
             model.arch()
         ))),
     }

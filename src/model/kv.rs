@@ -81,9 +81,17 @@ impl KvCache {
         self.recurrent.as_ref()
     }
 
-    /// Bytes of recurrent state held (0 for attention-only models).
+    /// Bytes of recurrent state held, snapshots included (0 for attention-only models).
     pub(crate) fn state_bytes(&self) -> usize {
-        self.recurrent.as_ref().map_or(0, |r| r.shape().bytes())
+        self.recurrent.as_ref().map_or(0, Recurrent::bytes)
+    }
+
+    /// Lets the sequence be cut back by up to `n - 1` tokens: a model with recurrent state keeps
+    /// the state after each of its last `n` tokens (nothing changes for attention-only models).
+    pub(crate) fn keep_snapshots(&mut self, n: usize) {
+        if let Some(r) = self.recurrent.as_mut() {
+            r.keep_snapshots(n);
+        }
     }
 
     /// Tokens held.
@@ -112,12 +120,13 @@ impl KvCache {
     }
 
     /// Forgets every token from position `len` on (speculative rollback, preemption). Recurrent
-    /// state is reset by a cut to 0 and made unusable by any other cut short of the length.
+    /// state is reset by a cut to 0, restored from its snapshot at `len`, or made unusable when
+    /// it has none there.
     pub(crate) fn truncate(&mut self, len: usize) {
         if let Some(r) = self.recurrent.as_mut() {
             if len == 0 {
                 r.reset();
-            } else if len < self.len {
+            } else if len < self.len && !r.roll_back(len) {
                 r.mark_stale();
             }
         }

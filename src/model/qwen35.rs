@@ -15,8 +15,9 @@
 //!   layers; then the gated RMSNorm and `ssm_out`.
 //!
 //! CPU only: the recurrent layers and the attention work on host slices. Rolling a sequence back
-//! (speculative decoding) and restoring a cached prefix need state snapshots this engine does
-//! not keep yet; both are refused for this family where they are set up.
+//! (speculative decoding) restores the state from the snapshots its cache keeps
+//! ([`super::recurrent`]); restoring a cached prefix would need a snapshot at a block end, which
+//! is not kept yet, so the prefix cache is refused for this family.
 
 pub(crate) mod delta;
 
@@ -352,16 +353,19 @@ impl Qwen35 {
                 .collect();
             let mut g = column(ch + vd + hv, hv);
             delta::decay(&mut g, &net.dt_bias, &net.a);
-            let state = cache
+            let base = cache.len();
+            let rec = cache
                 .recurrent_mut()
-                .ok_or_else(|| EngineError::Bug("a qwen35 cache without recurrent state".into()))?
-                .layer_mut(r)?;
+                .ok_or_else(|| EngineError::Bug("a qwen35 cache without recurrent state".into()))?;
+            let wanted = rec.snapshots_wanted();
             let seq = SeqMix {
                 mixed: &mixed,
                 g: &g,
                 beta: &beta,
             };
-            let mut o = delta::mix(&seq, &net.conv, state, &d);
+            let (mut o, snaps) = delta::mix(&seq, &net.conv, rec.layer_mut(r)?, &d, wanted);
+            let first = base + n - snaps.len() + 1;
+            rec.record(r, (first..).zip(snaps).collect());
             delta::gated_norm(&mut o, &z, &net.norm, d.eps);
             out.extend(o);
         }

@@ -2,9 +2,14 @@
 //! DeltaNet layers): per recurrent layer the conv window (the last kernel − 1 inputs of every
 //! conv channel, oldest first) and the state matrices (one `state × state` matrix per value
 //! head, row j holding value dimension j). Fixed-size per sequence, whatever its length; f32 on
-//! the host. Unlike KV rows it cannot be cut back to an earlier length: rolling back needs a
-//! snapshot taken there, so a cache cut short of its length marks its state unusable and the
-//! next step refuses it instead of computing from the wrong state.
+//! the host. Unlike KV rows it cannot be cut back to an earlier length by forgetting rows:
+//! rolling back restores a snapshot taken there. A sequence that may be rolled back
+//! (speculative decoding) keeps the state after each of its last `keep` tokens, across steps —
+//! `keep` copies of the state, which [`Recurrent::bytes`] counts; a cut to a length without a
+//! snapshot marks the state unusable and the next step refuses it instead of computing from the
+//! wrong state.
+
+use std::collections::VecDeque;
 
 use crate::error::EngineError;
 
@@ -42,6 +47,10 @@ pub struct Recurrent {
     layers: Vec<LayerState>,
     /// Cut back to an earlier length without a snapshot: unusable until reset.
     stale: bool,
+    /// Snapshots kept: the state after each of the last `keep` tokens.
+    keep: usize,
+    /// Per layer, (sequence length, state at that length), oldest first, at most `keep`.
+    history: Vec<VecDeque<(usize, LayerState)>>,
 }
 
 impl Recurrent {
@@ -55,16 +64,71 @@ impl Recurrent {
             shape,
             layers: vec![layer; shape.layers],
             stale: false,
+            keep: 0,
+            history: vec![VecDeque::new(); shape.layers],
         }
+    }
+
+    /// Keeps the state after each of (at least) the last `n` tokens from now on, so the
+    /// sequence can be cut back by up to `n - 1` tokens; never lowers what is kept.
+    pub(crate) fn keep_snapshots(&mut self, n: usize) {
+        self.keep = self.keep.max(n);
+        let n = self.keep;
+        for h in &mut self.history {
+            while h.len() > n {
+                h.pop_front();
+            }
+        }
+    }
+
+    /// Snapshots a step should take for recurrent layer `r`: the last this many of its tokens.
+    pub(crate) fn snapshots_wanted(&self) -> usize {
+        self.keep
+    }
+
+    /// Records recurrent layer `r`'s state after the tokens ending at the lengths given.
+    pub(crate) fn record(&mut self, r: usize, snaps: Vec<(usize, LayerState)>) {
+        let keep = self.keep;
+        if let Some(h) = self.history.get_mut(r) {
+            h.extend(snaps);
+            while h.len() > keep {
+                h.pop_front();
+            }
+        }
+    }
+
+    /// Restores the state at sequence length `len` from the snapshots; false when a layer has
+    /// none there (the caller marks the state stale).
+    pub(crate) fn roll_back(&mut self, len: usize) -> bool {
+        let found: Option<Vec<LayerState>> = self
+            .history
+            .iter()
+            .map(|h| h.iter().find(|(l, _)| *l == len).map(|(_, s)| s.clone()))
+            .collect();
+        let Some(states) = found.filter(|s| !s.is_empty()) else {
+            return false;
+        };
+        self.layers = states;
+        for h in &mut self.history {
+            h.retain(|(l, _)| *l <= len);
+        }
+        true
+    }
+
+    /// Bytes held: the state and, for a sequence that may roll back, `keep` snapshots of it.
+    pub(crate) fn bytes(&self) -> usize {
+        self.shape.bytes() * (1 + self.keep)
     }
 
     pub fn shape(&self) -> StateShape {
         self.shape
     }
 
-    /// Back to the start of a sequence.
+    /// Back to the start of a sequence (snapshots dropped, `keep` kept).
     pub(crate) fn reset(&mut self) {
+        let keep = self.keep;
         *self = Self::new(self.shape);
+        self.keep = keep;
     }
 
     /// Marks the state unusable (its sequence was cut back without a snapshot).

@@ -425,6 +425,12 @@ pub fn write_safetensors_dir(dir: &Path, spec: &Spec) -> candle_core::Result<()>
 pub(crate) fn load_gguf_for_test(dir: &Path, spec: &Spec) -> super::Loaded {
     let path = dir.join(format!("synthetic-{}.gguf", spec.seed));
     write_gguf(&path, spec).expect("writing a synthetic GGUF");
+    load_file_for_test(dir, &path)
+}
+
+/// Loads the GGUF at `path` on the CPU the way `--model FILE` does (`dir` as its caches).
+#[cfg(test)]
+pub(crate) fn load_file_for_test(dir: &Path, path: &Path) -> super::Loaded {
     super::load(
         &crate::config::ModelConfig {
             model: path.to_string_lossy().into_owned(),

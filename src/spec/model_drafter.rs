@@ -91,6 +91,9 @@ impl<'m> ModelDrafter<'m> {
     /// `tokens` the drafter's prefix cache has.
     fn start(&mut self, tokens: &[u32], k: usize) -> Result<SeqState, EngineError> {
         let mut cache = self.new_cache(tokens.len() + k + 1)?;
+        // A draft model with recurrent layers rolls back to where the target diverged: at most
+        // k tokens back, so it keeps the state after each of its last k + 1 tokens.
+        cache.keep_snapshots(k + 1);
         let mut fed = Vec::new();
         if let Some(prefix) = self.prefix.as_mut() {
             let n = prefix.reusable(tokens);
@@ -173,6 +176,7 @@ impl Drafter for ModelDrafter<'_> {
                 .count();
             // The last known token must be fed to get the next one's logits.
             common = common.min(s.tokens.len() - 1);
+            st.cache.keep_snapshots(s.k + 1);
             st.cache.truncate(common);
             st.fed.truncate(common);
             fed.push(s.tokens[common..].to_vec());

@@ -119,18 +119,11 @@ fn the_state_after_a_chunked_prefill_equals_the_one_chunk_state() {
 }
 
 #[test]
-fn speculation_and_the_prefix_cache_are_refused_by_name_until_state_snapshots_exist() {
+fn the_prefix_cache_is_refused_by_name_until_it_keeps_state_snapshots() {
     use tokfire::engine::batching::Engine;
     use tokfire::engine::generate::one_request;
     let dir = tempfile::tempdir().unwrap();
     let loaded = load(&model(dir.path()), WeightDType::Q);
-    let mut engine = Engine::new(&loaded.model, one_request(8, 4, 0), Default::default());
-    let drafter = Box::new(tokfire::spec::lookup::Lookup::new(1, 3));
-    let err = engine.set_speculation(drafter, 3).unwrap_err().to_string();
-    assert!(
-        err.contains("recurrent") && err.contains("--spec none"),
-        "{err}"
-    );
     let mut engine = Engine::new(&loaded.model, one_request(8, 4, 64), Default::default());
     let err = engine.step().unwrap_err().to_string();
     assert!(

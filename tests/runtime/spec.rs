@@ -104,6 +104,16 @@ fn lookup_greedy_equals_plain_greedy_on_the_device() {
     );
 }
 
+/// On Qwen3.5, whose recurrent state rolls back through its snapshots.
+#[test]
+fn lookup_greedy_equals_plain_greedy_on_qwen35() {
+    use tokfire::model::synthetic_qwen35::{write_qwen35_gguf, Qwen35Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("qwen35.gguf");
+    write_qwen35_gguf(&path, &Qwen35Spec::default()).unwrap();
+    lookup_greedy_equals_plain_greedy(&load(&path, WeightDType::Q).model);
+}
+
 fn lookup_greedy_equals_plain_greedy(m: &Model) {
     let prompts = synthetic_prompts();
     let n = 24;

@@ -107,6 +107,50 @@ fn draft_model_greedy_equals_plain_greedy_on_synthetic_models() {
     }
 }
 
+/// Qwen3.5 target and drafts: both roll their recurrent state back through snapshots.
+#[test]
+fn draft_model_greedy_equals_plain_greedy_on_qwen35() {
+    use tokfire::model::synthetic_qwen35::{write_qwen35_gguf, Qwen35Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, spec: Qwen35Spec| {
+        let path = dir.path().join(name);
+        write_qwen35_gguf(&path, &spec).unwrap();
+        load(&path, WeightDType::Q)
+    };
+    let target = write("target.gguf", Qwen35Spec::default());
+    let twin = write("twin.gguf", Qwen35Spec::default());
+    let other = write(
+        "other.gguf",
+        Qwen35Spec {
+            layers: 2,
+            seed: 36,
+            ..Qwen35Spec::default()
+        },
+    );
+    let prompts: Vec<Vec<u32>> = vec![
+        vec![40, 71, 3, 200, 17, 40, 71, 3],
+        (10..40).collect(),
+        vec![99; 12],
+    ];
+    for (name, c) in [
+        ("1 seq", cfg(1, 512, 512)),
+        ("3 seqs, chunked", cfg(3, 16, 5)),
+    ] {
+        let (plain, _) = run(&target.model, None, c, &prompts, 20, &[]);
+        for (draft_name, d) in [("twin", &twin), ("other", &other)] {
+            let (spec, (p, a)) = run(&target.model, Some(&d.model), c, &prompts, 20, &[]);
+            assert_eq!(spec, plain, "{name}, {draft_name} draft: output differs");
+            assert!(
+                p > 0 && a <= p,
+                "{name}, {draft_name}: proposed {p}, accepted {a}"
+            );
+            if draft_name == "twin" {
+                assert_eq!(a, p, "{name}: the target's own weights accept every draft");
+            }
+        }
+    }
+}
+
 #[test]
 fn draft_model_greedy_equals_plain_greedy_on_real_weights() {
     let path = default_model_path();

@@ -1,6 +1,7 @@
 //! Rollback against a reference: after a rejected draft, the target's KV cache holds exactly
 //! what a fresh prefill of the accepted tokens computes (every layer's K/V rows within
-//! [`TOL`]), and the next step's logits agree too. A drafter that knows the greedy continuation
+//! [`TOL`]; on Qwen3.5 the recurrent state too, restored from its snapshots), and the next
+//! step's logits agree too. A drafter that knows the greedy continuation
 //! proposes its first `right` tokens and then a wrong one, so the rejection is certain.
 
 use crate::config::SamplingConfig;
@@ -8,7 +9,9 @@ use crate::engine::batching::{Engine, EventKind, Request};
 use crate::engine::sampler::argmax;
 use crate::engine::scheduler::SchedulerConfig;
 use crate::error::EngineError;
+use crate::model::family::Model;
 use crate::model::synthetic::{load_gguf_for_test, max_diff, next_logits, prefilled, Spec, TOL};
+use crate::model::synthetic_qwen35::{write_qwen35_gguf, Qwen35Spec};
 use crate::spec::{DraftInput, Drafter};
 
 /// Proposes the reference continuation's next `right` tokens, then one that differs from it.
@@ -61,7 +64,19 @@ fn request(prompt: &[u32], max_new: usize) -> Request {
 fn rollback_matches_fresh_prefill(right: usize) {
     let dir = tempfile::tempdir().expect("temp dir");
     let loaded = load_gguf_for_test(dir.path(), &Spec::default());
-    let model = &loaded.model;
+    rollback_on(&loaded.model, right);
+}
+
+/// [`rollback_matches_fresh_prefill`] on the tiny Qwen3.5 model (recurrent state restored).
+fn qwen35_rollback_matches_fresh_prefill(right: usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("qwen35.gguf");
+    write_qwen35_gguf(&path, &Qwen35Spec::default()).expect("writing qwen35");
+    let loaded = crate::model::synthetic::load_file_for_test(dir.path(), &path);
+    rollback_on(&loaded.model, right);
+}
+
+fn rollback_on(model: &Model, right: usize) {
     let prompt = [40, 71, 3, 200, 17, 9, 120, 64];
     let n = 12;
     let mut plain = Engine::new(model, sched(), SamplingConfig::default());
@@ -107,6 +122,10 @@ fn rollback_matches_fresh_prefill(right: usize) {
     let mut fresh = prefilled(model, accepted);
     let kv = rolled.max_row_diff(&fresh).expect("same shape");
     assert!(kv <= TOL, "K/V rows differ by {kv} (> {TOL})");
+    if let (Some(a), Some(b)) = (rolled.recurrent(), fresh.recurrent()) {
+        let d = a.max_diff(b).expect("same state shape");
+        assert!(d <= TOL, "recurrent state differs by {d} (> {TOL})");
+    }
 
     let token = *s.tokens.last().expect("tokens");
     let a = next_logits(model, &mut rolled, token);
@@ -128,4 +147,14 @@ fn a_draft_rejected_at_its_first_token_leaves_the_cache_of_a_fresh_prefill() {
 #[test]
 fn a_draft_rejected_after_two_accepted_tokens_leaves_the_cache_of_a_fresh_prefill() {
     rollback_matches_fresh_prefill(2);
+}
+
+#[test]
+fn qwen35_state_rejected_at_the_first_draft_token_is_the_state_of_a_fresh_prefill() {
+    qwen35_rollback_matches_fresh_prefill(0);
+}
+
+#[test]
+fn qwen35_state_rejected_after_two_accepted_tokens_is_the_state_of_a_fresh_prefill() {
+    qwen35_rollback_matches_fresh_prefill(2);
 }

@@ -42,8 +42,15 @@ pub(crate) struct SeqMix<'a> {
 
 /// The causal conv1d and SiLU over `x` (`[n, channels]`), continuing `window` (the previous
 /// kernel − 1 inputs, oldest first), which then holds the last kernel − 1 inputs.
-/// `w` is `[channels, kernel]`, its first tap applied to the oldest input.
-pub(crate) fn conv_silu(x: &[f32], w: &[f32], window: &mut [f32], d: &DeltaDims) -> Vec<f32> {
+/// `w` is `[channels, kernel]`, its first tap applied to the oldest input. Also returns the
+/// inputs the conv read (`[kernel − 1 + n, channels]`): the window after token t is its rows
+/// t + 1 to t + kernel − 1.
+pub(crate) fn conv_silu(
+    x: &[f32],
+    w: &[f32],
+    window: &mut [f32],
+    d: &DeltaDims,
+) -> (Vec<f32>, Vec<f32>) {
     let (c, k) = (d.channels(), d.kernel);
     let n = x.len() / c;
     let mut input = Vec::with_capacity((k - 1 + n) * c);
@@ -61,7 +68,7 @@ pub(crate) fn conv_silu(x: &[f32], w: &[f32], window: &mut [f32], d: &DeltaDims)
         }
     }
     window.copy_from_slice(&input[n * c..]);
-    out
+    (out, input)
 }
 
 /// `x / sqrt(Σx² + eps)`, as llama.cpp's `build_gdn_l2_norm` (an RMSNorm with eps / n, scaled
@@ -74,10 +81,16 @@ fn l2_normalize(x: &mut [f32], eps: f32) {
 }
 
 /// The layer's mixing for one sequence: conv, L2 norms, the delta rule per value head,
-/// returning the attention output `[n, v_heads · state]` before the gated norm, and advancing
-/// `st`.
-pub(crate) fn mix(seq: &SeqMix, conv_w: &[f32], st: &mut LayerState, d: &DeltaDims) -> Vec<f32> {
-    let conv = conv_silu(seq.mixed, conv_w, &mut st.conv, d);
+/// returning the attention output `[n, v_heads · state]` before the gated norm and the states
+/// after each of the last `snaps` tokens (oldest first), and advancing `st`.
+pub(crate) fn mix(
+    seq: &SeqMix,
+    conv_w: &[f32],
+    st: &mut LayerState,
+    d: &DeltaDims,
+    snaps: usize,
+) -> (Vec<f32>, Vec<LayerState>) {
+    let (conv, input) = conv_silu(seq.mixed, conv_w, &mut st.conv, d);
     let (c, s, hk, hv) = (d.channels(), d.state, d.k_heads, d.v_heads);
     let n = conv.len() / c;
     // q and k of every token, normalized per head: [n, hk, s] each.
@@ -90,13 +103,15 @@ pub(crate) fn mix(seq: &SeqMix, conv_w: &[f32], st: &mut LayerState, d: &DeltaDi
     q.chunks_exact_mut(s).for_each(|h| l2_normalize(h, d.eps));
     k.chunks_exact_mut(s).for_each(|h| l2_normalize(h, d.eps));
     let scale = 1.0 / (s as f32).sqrt();
-    let per_head: Vec<Vec<f32>> = st
+    let first_snap = n - snaps.min(n);
+    let per_head: Vec<(Vec<f32>, Vec<f32>)> = st
         .ssm
         .par_chunks_mut(s * s)
         .enumerate()
         .map(|(h, m)| {
             let kh = h % hk;
             let mut out = vec![0f32; n * s];
+            let mut kept = Vec::with_capacity((n - first_snap) * s * s);
             let mut delta = vec![0f32; s];
             for t in 0..n {
                 let qt = &q[(t * hk + kh) * s..][..s];
@@ -116,17 +131,31 @@ pub(crate) fn mix(seq: &SeqMix, conv_w: &[f32], st: &mut LayerState, d: &DeltaDi
                 for (j, row) in m.chunks_exact(s).enumerate() {
                     out[t * s + j] = dot(row, qt) * scale;
                 }
+                if t >= first_snap {
+                    kept.extend_from_slice(m);
+                }
             }
-            out
+            (out, kept)
         })
         .collect();
     let mut out = vec![0f32; n * hv * s];
-    for (h, o) in per_head.iter().enumerate() {
+    for (h, (o, _)) in per_head.iter().enumerate() {
         for t in 0..n {
             out[(t * hv + h) * s..][..s].copy_from_slice(&o[t * s..][..s]);
         }
     }
-    out
+    let window = (d.kernel - 1) * c;
+    let states = (first_snap..n)
+        .enumerate()
+        .map(|(i, t)| LayerState {
+            conv: input[(t + 1) * c..][..window].to_vec(),
+            ssm: per_head
+                .iter()
+                .flat_map(|(_, kept)| kept[i * s * s..][..s * s].iter().copied())
+                .collect(),
+        })
+        .collect();
+    (out, states)
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {

@@ -102,7 +102,7 @@ fn the_delta_rule_equals_its_definition_in_f64() {
         g: &g,
         beta: &beta,
     };
-    let ours = mix(&seq, &w, &mut st, &d);
+    let (ours, _) = mix(&seq, &w, &mut st, &d, 0);
     let want = reference(&mixed, &g, &beta, &w, &d);
     let worst = ours
         .iter()
@@ -124,7 +124,7 @@ fn a_sequence_in_chunks_gives_the_one_chunk_result_and_state() {
         g: &g,
         beta: &beta,
     };
-    let one = mix(&seq, &w, &mut whole, &d);
+    let (one, _) = mix(&seq, &w, &mut whole, &d, 0);
     let mut parts = fresh(&d);
     let mut out = Vec::new();
     for (a, b) in [(0, 1), (1, 2), (2, 7), (7, 11)] {
@@ -133,7 +133,7 @@ fn a_sequence_in_chunks_gives_the_one_chunk_result_and_state() {
             g: &g[a * hv..b * hv],
             beta: &beta[a * hv..b * hv],
         };
-        out.extend(mix(&seq, &w, &mut parts, &d));
+        out.extend(mix(&seq, &w, &mut parts, &d, 0).0);
     }
     assert_eq!(out, one, "outputs");
     assert_eq!(parts, whole, "state after the last token");
@@ -160,4 +160,34 @@ fn the_gated_norm_normalizes_each_head_and_gates_it() {
     // Head 1: rms √2, silu(1) on both.
     let silu1 = 1.0 / (1.0 + (-1.0f32).exp());
     assert!((o[3] - 2.0 / 2f32.sqrt() * 2.0 * silu1).abs() < 1e-6);
+}
+
+#[test]
+fn the_snapshots_are_the_states_after_each_of_the_last_tokens() {
+    let d = dims();
+    let n = 7;
+    let (mixed, g, beta, w) = inputs(n, 5, &d);
+    let (c, hv) = (d.channels(), d.v_heads);
+    let mut st = fresh(&d);
+    let seq = SeqMix {
+        mixed: &mixed,
+        g: &g,
+        beta: &beta,
+    };
+    let (_, snaps) = mix(&seq, &w, &mut st, &d, 3);
+    assert_eq!(snaps.len(), 3);
+    assert_eq!(
+        snaps[2], st,
+        "the last snapshot is the state after the step"
+    );
+    for (i, len) in (n - 3 + 1..=n).enumerate() {
+        let mut alone = fresh(&d);
+        let seq = SeqMix {
+            mixed: &mixed[..len * c],
+            g: &g[..len * hv],
+            beta: &beta[..len * hv],
+        };
+        mix(&seq, &w, &mut alone, &d, 0);
+        assert_eq!(snaps[i], alone, "the state after {len} tokens");
+    }
 }

@@ -37,7 +37,7 @@ impl Model {
     }
 
     /// [`Model::forward`] that also returns every fed token's hidden state after the final norm
-    /// (`[tokens, hidden]`, step order), for drafters that read it; llama family only.
+    /// (`[tokens, hidden]`, step order), for drafters that read it; llama family and Qwen3.5.
     pub fn forward_hidden(
         &self,
         inputs: &[SeqInput],
@@ -45,8 +45,9 @@ impl Model {
     ) -> Result<(Tensor, Tensor), EngineError> {
         match self {
             Self::Llama(m) => m.forward_hidden(inputs, caches),
-            Self::Gemma(_) | Self::Qwen35(_) => Err(EngineError::Bug(
-                "hidden states are handed out by llama-family models only".into(),
+            Self::Qwen35(m) => m.forward_hidden(inputs, caches),
+            Self::Gemma(_) => Err(EngineError::Bug(
+                "hidden states are handed out by llama-family and Qwen3.5 models only".into(),
             )),
         }
     }

@@ -20,6 +20,7 @@
 //! is not kept yet, so the prefix cache is refused for this family.
 
 pub(crate) mod delta;
+mod mtp;
 
 use candle_core::{Device, Tensor};
 
@@ -107,6 +108,8 @@ pub struct Qwen35 {
     /// Each layer's slot: its KV layer (attention) or its state layer (Gated DeltaNet).
     slot: Vec<usize>,
     device: Device,
+    /// The multi-token-prediction block, when the file has one.
+    mtp: Option<mtp::Mtp>,
 }
 
 impl Qwen35 {
@@ -160,7 +163,12 @@ impl Qwen35 {
         };
         let (cos, sin) = rope_tables_scaled(b.rot(), b.rope_theta, positions, divisor, &device)
             .map_err(ModelError::candle("building RoPE tables"))?;
+        let mtp = match cfg.base.nextn {
+            0 => None,
+            _ => Some(mtp::Mtp::load(&cfg, src, dtype)?),
+        };
         Ok(Self {
+            mtp,
             cfg,
             embed,
             layers,
@@ -231,6 +239,37 @@ impl Qwen35 {
         inputs: &[SeqInput],
         caches: &mut [&mut KvCache],
     ) -> Result<Tensor, EngineError> {
+        let (x, plan) = self.trunk(inputs, caches)?;
+        let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
+        let eps = self.cfg.base.rms_eps as f32;
+        let x = candle_nn::ops::rms_norm(&x.index_select(&rows, 0)?, &self.norm, eps)?;
+        Ok(self.head.forward(&x)?)
+    }
+
+    /// [`Qwen35::forward`] that also returns every fed token's hidden state after the final
+    /// norm, `[tokens, hidden]` in step order (what the MTP block reads); the logits are the same.
+    pub fn forward_hidden(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<(Tensor, Tensor), EngineError> {
+        crate::kernels::pool::install(|| {
+            let (x, plan) = self.trunk(inputs, caches)?;
+            let eps = self.cfg.base.rms_eps as f32;
+            let normed = candle_nn::ops::rms_norm(&x, &self.norm, eps)?;
+            let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
+            let logits = self.head.forward(&normed.index_select(&rows, 0)?)?;
+            Ok((logits, normed))
+        })
+    }
+
+    /// The step through every layer: the residual stream `[T, hidden]` before the final norm,
+    /// and the step's layout. Advances the caches.
+    fn trunk(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<(Tensor, StepPlan), EngineError> {
         let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
         let plan = StepPlan::new(inputs, caches)?;
         for (cache, input) in caches.iter_mut().zip(inputs) {
@@ -252,9 +291,7 @@ impl Qwen35 {
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());
         }
-        let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
-        let x = rms(&x.index_select(&rows, 0)?, &self.norm)?;
-        Ok(self.head.forward(&x)?)
+        Ok((x, plan))
     }
 
     /// A gated attention layer on the normed stream `h`, its K/V in KV layer `kv`.
@@ -405,17 +442,7 @@ fn load_layer(
             out: src.linear(&n("ssm_out.weight"), dtype)?,
         })
     } else {
-        let (q, k, v) = (
-            src.linear(&n("attn_q.weight"), dtype)?,
-            src.linear(&n("attn_k.weight"), dtype)?,
-            src.linear(&n("attn_v.weight"), dtype)?,
-        );
-        Mixer::Attention(Attention {
-            qkv: Qkv::new(q, k, v).map_err(stack)?,
-            q_norm: vector(src, "attn_q_norm.weight")?,
-            k_norm: vector(src, "attn_k_norm.weight")?,
-            o: src.linear(&n("attn_output.weight"), dtype)?,
-        })
+        Mixer::Attention(load_attention(i, src, dtype)?)
     };
     let (gate, up) = (
         src.linear(&n("ffn_gate.weight"), dtype)?,
@@ -427,5 +454,31 @@ fn load_layer(
         mixer,
         gate_up: GateUp::new(gate, up).map_err(stack)?,
         down: src.linear(&n("ffn_down.weight"), dtype)?,
+    })
+}
+
+/// Layer `i`'s gated attention weights.
+fn load_attention(
+    i: usize,
+    src: &mut dyn WeightSource,
+    dtype: WeightDType,
+) -> Result<Attention, ModelError> {
+    let n = |part: &str| name(i, part);
+    let stack = |e| ModelError::candle(format!("stacking layer {i}'s projections"))(e);
+    let mut vector = |part: &str| -> Result<Vec<f32>, ModelError> {
+        let t = src.dense(&n(part))?;
+        t.to_vec1::<f32>().map_err(ModelError::candle(n(part)))
+    };
+    let (q_norm, k_norm) = (vector("attn_q_norm.weight")?, vector("attn_k_norm.weight")?);
+    let (q, k, v) = (
+        src.linear(&n("attn_q.weight"), dtype)?,
+        src.linear(&n("attn_k.weight"), dtype)?,
+        src.linear(&n("attn_v.weight"), dtype)?,
+    );
+    Ok(Attention {
+        qkv: Qkv::new(q, k, v).map_err(stack)?,
+        q_norm,
+        k_norm,
+        o: src.linear(&n("attn_output.weight"), dtype)?,
     })
 }

@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::arch::LlamaConfig;
-use super::families::qwen35::{layer_tensors, Qwen35Config};
+use super::families::qwen35::{layer_tensors, mtp_tensors, Qwen35Config};
 use super::synthetic::{self, Spec, Weights};
 use super::weights::Names;
 
@@ -36,6 +36,14 @@ pub struct Qwen35Spec {
     /// Storage of the matrices (norms and vectors are f32).
     pub quant: GgmlDType,
     pub seed: u64,
+    /// A multi-token-prediction block after the layers (its head norm of its own, embedding
+    /// and head shared with the model, as Qwen3.5's converter writes them).
+    pub mtp: bool,
+    /// Every layer's output projections (`attn_output`, `ssm_out`, `ffn_down`) zero and every
+    /// norm 1, and the MTP block's `eh_proj` passing the token embedding through: the model is
+    /// a bigram table (the next token depends on the last alone) and the MTP block predicts
+    /// exactly what the target will, so its drafts are accepted — for acceptance checks.
+    pub mirror: bool,
 }
 
 impl Default for Qwen35Spec {
@@ -57,6 +65,8 @@ impl Default for Qwen35Spec {
             context: 128,
             quant: GgmlDType::F32,
             seed: 35,
+            mtp: false,
+            mirror: false,
         }
     }
 }
@@ -90,7 +100,7 @@ impl Qwen35Spec {
                 },
                 fused: false,
                 long_rope: None,
-                nextn: 0,
+                nextn: usize::from(self.mtp),
             },
             recurrent: (0..self.layers)
                 .map(|i| !(i + 1).is_multiple_of(self.interval))
@@ -136,6 +146,15 @@ fn weights(spec: &Qwen35Spec) -> Vec<Weights> {
     for i in 0..spec.layers {
         all.extend(layer_tensors(&cfg, i));
     }
+    if spec.mtp {
+        let shared = ["nextn.embed_tokens.weight", "nextn.shared_head_head.weight"];
+        all.extend(
+            mtp_tensors(&cfg)
+                .into_iter()
+                .filter(|(name, _, _)| !shared.iter().any(|s| name.ends_with(s)))
+                .map(|(name, dims, _)| (name, dims)),
+        );
+    }
     all.into_iter()
         .map(|(name, dims)| {
             let (rows, cols) = match dims[..] {
@@ -144,6 +163,11 @@ fn weights(spec: &Qwen35Spec) -> Vec<Weights> {
                 _ => unreachable!("tensors are 1- or 2-D"),
             };
             let count = rows * cols;
+            if spec.mirror {
+                if let Some(v) = mirrored(&name, rows, cols) {
+                    return (name, v, (rows, cols));
+                }
+            }
             let values: Vec<f32> = if name.ends_with("ssm_a") {
                 (0..count).map(|_| rng.random_range(-2.0..-0.1)).collect()
             } else if name.ends_with("ssm_dt.bias") {
@@ -161,6 +185,22 @@ fn weights(spec: &Qwen35Spec) -> Vec<Weights> {
         .collect()
 }
 
+/// A [`Qwen35Spec::mirror`] model's value of tensor `name`, when it is one the mirror sets.
+fn mirrored(name: &str, rows: usize, cols: usize) -> Option<Vec<f32>> {
+    let zero = ["attn_output.weight", "ssm_out.weight", "ffn_down.weight"];
+    if zero.iter().any(|z| name.ends_with(z)) {
+        return Some(vec![0.0; rows * cols]);
+    }
+    if name.ends_with("nextn.eh_proj.weight") {
+        // [hidden, 2 · hidden]: the first half (the embedding's) as the identity.
+        let mut v = vec![0.0; rows * cols];
+        (0..rows).for_each(|r| v[r * cols + r] = 1.0);
+        return Some(v);
+    }
+    let vector = rows == 1 && !name.ends_with("ssm_a") && !name.ends_with("ssm_dt.bias");
+    (vector && name.contains("norm")).then(|| vec![1.0; cols])
+}
+
 /// Writes the model as a GGUF file with `qwen35` metadata, tokenizer and chat template.
 pub fn write_qwen35_gguf(path: &Path, spec: &Qwen35Spec) -> candle_core::Result<()> {
     let key = |k: &str| format!("qwen35.{k}");
@@ -170,7 +210,7 @@ pub fn write_qwen35_gguf(path: &Path, spec: &Qwen35Spec) -> candle_core::Result<
         .iter()
         .map(|&s| Value::I32(s as i32))
         .collect();
-    let extra = vec![
+    let mut extra = vec![
         (key("attention.key_length"), u(spec.head_dim)),
         (key("attention.value_length"), u(spec.head_dim)),
         (key("rope.dimension_sections"), Value::Array(sections)),
@@ -181,6 +221,10 @@ pub fn write_qwen35_gguf(path: &Path, spec: &Qwen35Spec) -> candle_core::Result<
         (key("ssm.group_count"), u(spec.k_heads)),
         (key("full_attention_interval"), u(spec.interval)),
     ];
+    if spec.mtp {
+        extra.push((key("nextn_predict_layers"), u(1)));
+    }
     let base = spec.base();
-    synthetic::write_gguf_with(path, &base, weights(spec), spec.layers, extra)
+    let blocks = spec.layers + usize::from(spec.mtp);
+    synthetic::write_gguf_with(path, &base, weights(spec), blocks, extra)
 }

@@ -288,7 +288,7 @@ fn hybrid_lines(h: &crate::model::inspect::HybridReport, line: &mut impl FnMut(&
     );
     let mtp = match h.mtp_blocks {
         0 => "none".to_string(),
-        n => format!("{n} block(s) (not run by tokfire yet: the file is refused)"),
+        n => format!("{n} block (drafts with --spec mtp)"),
     };
     line("mtp head", mtp);
 }

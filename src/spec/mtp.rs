@@ -1,8 +1,8 @@
 //! `--spec mtp`: drafting with the checkpoint's own multi-token-prediction layers (the `nextn`
-//! blocks of DeepSeek-V3 and GLM-4.5 style checkpoints), counted from the GGUF metadata key
-//! `ARCH.nextn_predict_layers` and loaded with the model ([`crate::model::llama`]). A model
-//! without them is refused with an error that names the missing key and the families that
-//! carry such layers.
+//! blocks of DeepSeek-V3 and GLM-4.5 style checkpoints, Qwen3.5's MTP block), counted from the
+//! GGUF metadata key `ARCH.nextn_predict_layers` and loaded with the model
+//! ([`crate::model::llama`], [`crate::model::qwen35`]). A model without them is refused with
+//! an error that names the missing key and the families that carry such layers.
 //!
 //! Drafting: the nextn block at position i reads the target's hidden state hᵢ (after the final
 //! norm) and the token t₍ᵢ₊₁₎ and predicts t₍ᵢ₊₂₎. For a sequence t₀…tₙ (tₙ not yet in the
@@ -28,10 +28,49 @@ use crate::model::family::Model;
 use crate::model::gguf::Gguf;
 use crate::model::kv::KvCache;
 use crate::model::llama::{Llama, NextnInput};
+use crate::model::qwen35::Qwen35;
 use crate::model::ModelPath;
 
 /// Model families whose checkpoints carry multi-token-prediction layers.
-pub const FAMILIES: &str = "DeepSeek-V3, GLM-4.5, MiMo and Qwen3-Next";
+pub const FAMILIES: &str = "DeepSeek-V3, GLM-4.5, MiMo, Qwen3-Next and Qwen3.5";
+
+/// A model with a multi-token-prediction block the drafter runs.
+pub trait NextnModel {
+    /// One step of the block: each input's last-row logits and the state a chained step reads.
+    fn forward_nextn(
+        &self,
+        inputs: &[NextnInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<(Tensor, Tensor), EngineError>;
+    /// A fresh cache for the block.
+    fn new_nextn_cache(&self, capacity: usize) -> Result<KvCache, EngineError>;
+}
+
+impl NextnModel for Llama {
+    fn forward_nextn(
+        &self,
+        inputs: &[NextnInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<(Tensor, Tensor), EngineError> {
+        Llama::forward_nextn(self, inputs, caches)
+    }
+    fn new_nextn_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
+        Llama::new_nextn_cache(self, capacity)
+    }
+}
+
+impl NextnModel for Qwen35 {
+    fn forward_nextn(
+        &self,
+        inputs: &[NextnInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<(Tensor, Tensor), EngineError> {
+        Qwen35::forward_nextn(self, inputs, caches)
+    }
+    fn new_nextn_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
+        Qwen35::new_nextn_cache(self, capacity)
+    }
+}
 
 /// The metadata key of the nextn layer count for architecture `arch`.
 pub fn key(arch: &str) -> String {
@@ -138,7 +177,7 @@ struct Job {
 
 /// A drafter running the target's first nextn block.
 pub struct MtpDrafter<'m> {
-    model: &'m Llama,
+    model: &'m dyn NextnModel,
     seqs: HashMap<u64, SeqState>,
     /// The most KV bytes held at once so far.
     peak_kv: usize,
@@ -147,11 +186,15 @@ pub struct MtpDrafter<'m> {
 impl<'m> MtpDrafter<'m> {
     /// Drafts with `target`'s nextn block; refuses a model without one.
     pub fn new(target: &'m Model) -> Result<Self, EngineError> {
-        let Some(model) = target.as_llama().filter(|m| m.has_nextn()) else {
-            return Err(missing(
-                target.arch(),
-                &format!("GGUF key {} absent or 0", key(target.arch())),
-            ));
+        let model: &dyn NextnModel = match target {
+            Model::Llama(m) if m.has_nextn() => m,
+            Model::Qwen35(m) if m.has_mtp() => m,
+            _ => {
+                return Err(missing(
+                    target.arch(),
+                    &format!("GGUF key {} absent or 0", key(target.arch())),
+                ))
+            }
         };
         Ok(Self {
             model,

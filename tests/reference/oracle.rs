@@ -115,6 +115,17 @@ fn family_models() -> Vec<(&'static str, Writer)> {
             Box::new(|p: &Path| write_qwen35_gguf(p, &Qwen35Spec::default()).unwrap()),
         ),
         (
+            "qwen35-mtp",
+            Box::new(|p: &Path| {
+                let spec = Qwen35Spec {
+                    mtp: true,
+                    seed: 37,
+                    ..Qwen35Spec::default()
+                };
+                write_qwen35_gguf(p, &spec).unwrap()
+            }),
+        ),
+        (
             "gemma3-linear",
             Box::new(|p: &Path| {
                 let spec = GemmaSpec {

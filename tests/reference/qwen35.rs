@@ -132,9 +132,10 @@ fn the_prefix_cache_is_refused_by_name_until_it_keeps_state_snapshots() {
     );
 }
 
-/// Writes a Qwen3.5 model of the shape asked for (`TOKFIRE_QWEN35_SHAPE`: `tiny`, the tests'
-/// model with a 4096-token context, or `0.8b`, Qwen3.5-0.8B's trunk with this tokenizer's
-/// vocabulary, Q8_0) to `$TOKFIRE_QWEN35_OUT`, for the CLI and the engine bench.
+/// Writes a Qwen3.5 model of the shape asked for (`TOKFIRE_QWEN35_SHAPE`: `tiny`, the oracle's
+/// `qwen35-mtp` model with a 4096-token context, or `0.8b`, Qwen3.5-0.8B's shape with this
+/// tokenizer's vocabulary, Q8_0), both with an MTP block, to `$TOKFIRE_QWEN35_OUT`, for the CLI
+/// and the engine bench.
 #[test]
 #[ignore = "writes a model for manual runs; set TOKFIRE_QWEN35_OUT"]
 fn write_qwen35_model() {
@@ -158,9 +159,20 @@ fn write_qwen35_model() {
             context: 32_768,
             quant: GgmlDType::Q8_0,
             seed: 8,
+            mtp: true,
+            mirror: false,
+        },
+        Ok("mirror") => Qwen35Spec {
+            context: 4096,
+            mtp: true,
+            mirror: true,
+            seed: 38,
+            ..Qwen35Spec::default()
         },
         _ => Qwen35Spec {
             context: 4096,
+            mtp: true,
+            seed: 37,
             ..Qwen35Spec::default()
         },
     };

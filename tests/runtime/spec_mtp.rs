@@ -156,6 +156,54 @@ fn mtp_greedy_on(kernels: Kernels, device: DeviceSpec) {
     mtp_greedy_equals_plain_greedy(&load_on(&path, WeightDType::Q, kernels, device).model);
 }
 
+/// Qwen3.5's own MTP block (a gated attention block with its own KV) drafting for its hybrid
+/// trunk, whose recurrent state rolls back through snapshots: greedy output is plain greedy,
+/// and the file runs without the block exactly as the same trunk written without it.
+#[test]
+fn qwen35_mtp_greedy_equals_plain_greedy_and_the_block_stays_out_of_the_trunk() {
+    use tokfire::model::synthetic_qwen35::{write_qwen35_gguf, Qwen35Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, mtp: bool| {
+        let path = dir.path().join(name);
+        let spec = Qwen35Spec {
+            mtp,
+            ..Qwen35Spec::default()
+        };
+        write_qwen35_gguf(&path, &spec).unwrap();
+        load(&path, WeightDType::Q)
+    };
+    let (with, without) = (write("mtp.gguf", true), write("plain.gguf", false));
+    let q = with.model.as_qwen35().unwrap();
+    assert!(q.has_mtp() && !without.model.as_qwen35().unwrap().has_mtp());
+    let s = SamplingConfig::default();
+    let (x, _) = run(&with.model, cfg(3, 512, 512), &s, 16, None);
+    let (y, _) = run(&without.model, cfg(3, 512, 512), &s, 16, None);
+    assert_eq!(x, y, "the MTP block leaked into the trunk");
+    mtp_greedy_equals_plain_greedy(&with.model);
+}
+
+/// A Qwen3.5 mirror model (a bigram trunk and an MTP block that predicts exactly what it will):
+/// every MTP draft is accepted, as llama.cpp's `draft-mtp` accepts every one on the same file.
+#[test]
+fn qwen35_mtp_drafts_of_a_mirror_block_are_all_accepted() {
+    use tokfire::model::synthetic_qwen35::{write_qwen35_gguf, Qwen35Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mirror.gguf");
+    let spec = Qwen35Spec {
+        mtp: true,
+        mirror: true,
+        seed: 38,
+        ..Qwen35Spec::default()
+    };
+    write_qwen35_gguf(&path, &spec).unwrap();
+    let m = load(&path, WeightDType::Q).model;
+    let s = SamplingConfig::default();
+    let (plain, _) = run(&m, cfg(3, 512, 512), &s, 24, None);
+    let (spec, c) = run(&m, cfg(3, 512, 512), &s, 24, Some(3));
+    assert_eq!(spec, plain);
+    assert!(c.proposed > 20 && c.accepted == c.proposed, "{c:?}");
+}
+
 fn mtp_greedy_equals_plain_greedy(m: &Model) {
     let s = SamplingConfig::default();
     for (name, (seqs, tokens, chunk)) in LEVELS {

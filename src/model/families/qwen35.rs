@@ -113,11 +113,61 @@ pub(crate) fn name(i: usize, part: &str) -> String {
     format!("blk.{i}.{part}")
 }
 
+/// The multi-token-prediction block's tensors (block `cfg.base.layers`, after the regular
+/// layers): a full-attention layer and the `nextn.*` parts, with shape and whether required
+/// (the embedding, head and head norm default to the main model's).
+pub(crate) fn mtp_tensors(cfg: &Qwen35Config) -> Vec<(String, Vec<usize>, bool)> {
+    let b = &cfg.base;
+    let (i, h, v) = (b.layers, b.hidden, b.vocab);
+    let mut out: Vec<(String, Vec<usize>, bool)> = attention_layer(cfg)
+        .into_iter()
+        .map(|(p, s)| (name(i, p), s, true))
+        .collect();
+    for (part, dims, required) in [
+        ("eh_proj", vec![h, 2 * h], true),
+        ("enorm", vec![h], true),
+        ("hnorm", vec![h], true),
+        ("shared_head_norm", vec![h], false),
+        ("embed_tokens", vec![v, h], false),
+        ("shared_head_head", vec![v, h], false),
+    ] {
+        out.push((name(i, &format!("nextn.{part}.weight")), dims, required));
+    }
+    out
+}
+
+/// The tensors of a gated attention layer: norms, q (with its gate), k, v, output, q/k norms
+/// and the MLP (part names under `blk.i.`).
+fn attention_layer(cfg: &Qwen35Config) -> Vec<(&'static str, Vec<usize>)> {
+    let b = &cfg.base;
+    let (h, f, d) = (b.hidden, b.ffn, b.head_dim);
+    let kv = b.kv_heads * d;
+    vec![
+        ("attn_norm.weight", vec![h]),
+        ("post_attention_norm.weight", vec![h]),
+        ("ffn_gate.weight", vec![f, h]),
+        ("ffn_up.weight", vec![f, h]),
+        ("ffn_down.weight", vec![h, f]),
+        ("attn_q.weight", vec![2 * b.heads * d, h]),
+        ("attn_k.weight", vec![kv, h]),
+        ("attn_v.weight", vec![kv, h]),
+        ("attn_output.weight", vec![h, b.heads * d]),
+        ("attn_q_norm.weight", vec![d]),
+        ("attn_k_norm.weight", vec![d]),
+    ]
+}
+
 /// Every tensor of layer `i` with its shape (candle's order, rows first): the norms and MLP
 /// every layer has, then the attention or the Gated DeltaNet tensors.
 pub(crate) fn layer_tensors(cfg: &Qwen35Config, i: usize) -> Vec<(String, Vec<usize>)> {
+    if !cfg.recurrent[i] {
+        return attention_layer(cfg)
+            .into_iter()
+            .map(|(p, s)| (name(i, p), s))
+            .collect();
+    }
     let b = &cfg.base;
-    let (h, f, d) = (b.hidden, b.ffn, b.head_dim);
+    let (h, f) = (b.hidden, b.ffn);
     let mut out: Vec<(&str, Vec<usize>)> = vec![
         ("attn_norm.weight", vec![h]),
         ("post_attention_norm.weight", vec![h]),
@@ -125,7 +175,7 @@ pub(crate) fn layer_tensors(cfg: &Qwen35Config, i: usize) -> Vec<(String, Vec<us
         ("ffn_up.weight", vec![f, h]),
         ("ffn_down.weight", vec![h, f]),
     ];
-    if cfg.recurrent[i] {
+    {
         let (hv, s) = (cfg.v_heads, cfg.state);
         out.extend([
             ("attn_qkv.weight", vec![cfg.conv_channels(), h]),
@@ -141,16 +191,6 @@ pub(crate) fn layer_tensors(cfg: &Qwen35Config, i: usize) -> Vec<(String, Vec<us
             ("ssm_norm.weight", vec![s]),
             ("ssm_out.weight", vec![h, cfg.value_dim()]),
         ]);
-    } else {
-        let kv = b.kv_heads * d;
-        out.extend([
-            ("attn_q.weight", vec![2 * b.heads * d, h]),
-            ("attn_k.weight", vec![kv, h]),
-            ("attn_v.weight", vec![kv, h]),
-            ("attn_output.weight", vec![h, b.heads * d]),
-            ("attn_q_norm.weight", vec![d]),
-            ("attn_k_norm.weight", vec![d]),
-        ]);
     }
     out.into_iter().map(|(p, s)| (name(i, p), s)).collect()
 }
@@ -159,7 +199,7 @@ impl Meta<'_> {
     /// Qwen3.5's additions to the llama-family metadata, as llama.cpp reads them: the `ssm.*`
     /// sizes (required), the M-RoPE sections (required), and which layers are recurrent
     /// (`attention.recurrent_layers`, else every layer but each `full_attention_interval`-th,
-    /// 4 when absent). A multi-token-prediction block is refused: this engine does not run it.
+    /// 4 when absent). One multi-token-prediction block at most, as llama.cpp runs.
     pub(in crate::model) fn qwen35(&mut self, base: LlamaConfig) -> Option<Qwen35Config> {
         let conv = self.int(&self.key("ssm.conv_kernel"), 2..=64, None);
         let inner = self.int(&self.key("ssm.inner_size"), 1..=MAX_HIDDEN, None);
@@ -168,13 +208,12 @@ impl Meta<'_> {
         let k_heads = self.int(&self.key("ssm.group_count"), 1..=MAX_HIDDEN, None);
         let sections = self.sections(&base);
         let recurrent = self.recurrent_layers(base.layers);
-        if base.nextn > 0 {
+        if base.nextn > 1 {
             let key = self.key("nextn_predict_layers");
             self.problem(
                 format!("metadata key {key}"),
                 base.nextn,
-                "0: Qwen3.5's multi-token-prediction block is not run by this engine yet \
-                 (a file converted without it loads)",
+                "0 or 1: one multi-token-prediction block (as llama.cpp's qwen35 runs)",
             );
         }
         let (conv, inner, state, v_heads, k_heads) = (conv?, inner?, state?, v_heads?, k_heads?);
@@ -273,6 +312,11 @@ impl Meta<'_> {
         for i in 0..b.layers {
             for (name, dims) in layer_tensors(cfg, i) {
                 self.shape(&name, &dims, true);
+            }
+        }
+        if b.nextn > 0 {
+            for (name, dims, required) in mtp_tensors(cfg) {
+                self.shape(&name, &dims, required);
             }
         }
     }

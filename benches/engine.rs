@@ -188,6 +188,36 @@ fn row(name: &str, ours: &[f64], stock: Option<&[f64]>) {
     }
 }
 
+/// Qwen3.5: where a 512-token prefill and single-sequence decode spend their time (one run of
+/// each after the table's rounds).
+fn cost_split(
+    m: &Model,
+    q: &tokfire::model::qwen35::Qwen35,
+    p512: &[u32],
+    short: &[u32],
+    n: usize,
+) {
+    q.take_cost_split();
+    let prefill = ours_prefill(m, p512);
+    let pre = q.take_cost_split();
+    ours_decode(m, short, 1, n);
+    let dec = q.take_cost_split();
+    let show = |name: &str, parts: &[(&str, f64)]| {
+        let total: f64 = parts.iter().map(|p| p.1).sum();
+        let shares: Vec<String> = parts
+            .iter()
+            .map(|(k, v)| format!("{k} {:.0} %", 100.0 * v / total.max(1e-12)))
+            .collect();
+        println!(
+            "cost split, {name} ({:.3} s in steps): {}",
+            total,
+            shares.join(", ")
+        );
+    };
+    show(&format!("prefill 512 ({:.3} s)", prefill), &pre);
+    show(&format!("decode {n} tokens, 1 sequence"), &dec);
+}
+
 fn main() {
     let a = args();
     if let Some(n) = a.threads {
@@ -265,6 +295,9 @@ fn main() {
         stats::median(&o[3]).unwrap() / one,
         stats::median(&o[4]).unwrap() / one
     );
+    if let Some(q) = ours.model.as_qwen35() {
+        cost_split(&ours.model, q, &p512, short, a.decode);
+    }
     let stream = bandwidth::streaming_read(5);
     let kv = ours.model.kv_shape().bytes_per_token() as f64 * (16.0 + a.decode as f64 / 2.0);
     let per_token = bandwidth::weight_bytes_per_token(&path) as f64 + kv;

@@ -19,8 +19,13 @@
 //! ([`super::recurrent`]); restoring a cached prefix would need a snapshot at a block end, which
 //! is not kept yet, so the prefix cache is refused for this family.
 
+mod cost;
 pub(crate) mod delta;
 mod mtp;
+
+use std::time::Instant;
+
+use cost::{CostSplit, Part};
 
 use candle_core::{Device, Tensor};
 
@@ -110,6 +115,8 @@ pub struct Qwen35 {
     device: Device,
     /// The multi-token-prediction block, when the file has one.
     mtp: Option<mtp::Mtp>,
+    /// Where the trunk's steps spent their time (the engine bench reads it).
+    cost: CostSplit,
 }
 
 impl Qwen35 {
@@ -169,6 +176,7 @@ impl Qwen35 {
         };
         Ok(Self {
             mtp,
+            cost: CostSplit::default(),
             cfg,
             embed,
             layers,
@@ -271,6 +279,7 @@ impl Qwen35 {
         caches: &mut [&mut KvCache],
     ) -> Result<(Tensor, StepPlan), EngineError> {
         let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
+        let step = Instant::now();
         let plan = StepPlan::new(inputs, caches)?;
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.reserve(input.tokens.len())?;
@@ -286,12 +295,22 @@ impl Qwen35 {
             };
             x = (x + mixed)?;
             let h = rms(&x, &layer.post_norm)?;
-            x = (&x + layer.down.forward(&layer.gate_up.forward(&h)?)?)?;
+            let t = Instant::now();
+            let m = layer.down.forward(&layer.gate_up.forward(&h)?)?;
+            self.cost.add(Part::Projections, t);
+            x = (&x + m)?;
         }
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());
         }
+        self.cost.add(Part::Step, step);
         Ok((x, plan))
+    }
+
+    /// Seconds the trunk's steps spent since the last call, by part (projections, Gated
+    /// DeltaNet mixing, attention core, the rest), for the engine bench; resets.
+    pub fn take_cost_split(&self) -> [(&'static str, f64); 4] {
+        self.cost.take()
     }
 
     /// A gated attention layer on the normed stream `h`, its K/V in KV layer `kv`.
@@ -307,8 +326,12 @@ impl Qwen35 {
         let (heads, d) = (b.heads, b.head_dim);
         let kv_width = 2 * b.kv_heads * d;
         let t = plan.tokens.len();
+        let t0 = Instant::now();
+        let qkv = a.qkv.forward(h)?;
+        self.cost.add(Part::Projections, t0);
+        let t0 = Instant::now();
         // Split each head's q from its gate: q | k | v for the attention, the gates apart.
-        let (packed, gate) = with_f32(&a.qkv.forward(h)?, |rows| {
+        let (packed, gate) = with_f32(&qkv, |rows| {
             let width = 2 * heads * d + kv_width;
             let mut packed = Vec::with_capacity(t * (heads * d + kv_width));
             let mut gate = Vec::with_capacity(t * heads * d);
@@ -346,7 +369,11 @@ impl Qwen35 {
                 .collect::<Vec<f32>>()
         })?;
         let gated = Tensor::from_vec(gated, (t, heads * d), &self.device)?;
-        Ok(a.o.forward(&gated)?)
+        self.cost.add(Part::Attention, t0);
+        let t0 = Instant::now();
+        let out = a.o.forward(&gated)?;
+        self.cost.add(Part::Projections, t0);
+        Ok(out)
     }
 
     /// A Gated DeltaNet layer on the normed stream `h`, each sequence's state in recurrent
@@ -369,7 +396,11 @@ impl Qwen35 {
         };
         let (ch, vd, hv) = (d.channels(), c.value_dim(), c.v_heads);
         let width = ch + vd + 2 * hv;
-        let proj = with_f32(&net.input.forward(h)?, <[f32]>::to_vec)?;
+        let t0 = Instant::now();
+        let proj = net.input.forward(h)?;
+        self.cost.add(Part::Projections, t0);
+        let t0 = Instant::now();
+        let proj = with_f32(&proj, <[f32]>::to_vec)?;
         let t = proj.len() / width;
         let mut out = Vec::with_capacity(t * vd);
         let mut start = 0;
@@ -407,7 +438,11 @@ impl Qwen35 {
             out.extend(o);
         }
         let o = Tensor::from_vec(out, (t, vd), &self.device)?;
-        Ok(net.out.forward(&o)?)
+        self.cost.add(Part::DeltaNet, t0);
+        let t0 = Instant::now();
+        let out = net.out.forward(&o)?;
+        self.cost.add(Part::Projections, t0);
+        Ok(out)
     }
 }
 

@@ -112,24 +112,17 @@ pub(crate) fn mix(
             let kh = h % hk;
             let mut out = vec![0f32; n * s];
             let mut kept = Vec::with_capacity((n - first_snap) * s * s);
-            let mut delta = vec![0f32; s];
             for t in 0..n {
                 let qt = &q[(t * hk + kh) * s..][..s];
                 let kt = &k[(t * hk + kh) * s..][..s];
                 let vt = &conv[t * c + 2 * hk * s + h * s..][..s];
                 let decay = seq.g[t * hv + h].exp();
                 let beta = seq.beta[t * hv + h];
-                m.iter_mut().for_each(|x| *x *= decay);
-                for (j, row) in m.chunks_exact(s).enumerate() {
-                    delta[j] = (vt[j] - dot(row, kt)) * beta;
-                }
+                // Row j of the state is value dimension j: each row is decayed, read against
+                // k, written by its own delta and read against q while it sits in L1.
                 for (j, row) in m.chunks_exact_mut(s).enumerate() {
-                    row.iter_mut()
-                        .zip(kt)
-                        .for_each(|(x, ki)| *x += ki * delta[j]);
-                }
-                for (j, row) in m.chunks_exact(s).enumerate() {
-                    out[t * s + j] = dot(row, qt) * scale;
+                    let d = (vt[j] - decay_dot(row, decay, kt)) * beta;
+                    out[t * s + j] = update_dot(row, kt, d, qt) * scale;
                 }
                 if t >= first_snap {
                     kept.extend_from_slice(m);
@@ -158,8 +151,48 @@ pub(crate) fn mix(
     (out, states)
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+/// Lanes of the row kernels' accumulators (one AVX register of f32; the compiler vectorizes
+/// the fixed-width inner loops).
+const LANES: usize = 8;
+
+/// `row *= decay`, then `row · k`.
+fn decay_dot(row: &mut [f32], decay: f32, k: &[f32]) -> f32 {
+    let mut acc = [0f32; LANES];
+    let tail = row.len() / LANES * LANES;
+    for (r, kk) in row.chunks_exact_mut(LANES).zip(k.chunks_exact(LANES)) {
+        for i in 0..LANES {
+            r[i] *= decay;
+            acc[i] += r[i] * kk[i];
+        }
+    }
+    let mut sum: f32 = acc.iter().sum();
+    for (x, kk) in row[tail..].iter_mut().zip(&k[tail..]) {
+        *x *= decay;
+        sum += *x * kk;
+    }
+    sum
+}
+
+/// `row += d · k`, then `row · q`.
+fn update_dot(row: &mut [f32], k: &[f32], d: f32, q: &[f32]) -> f32 {
+    let mut acc = [0f32; LANES];
+    let tail = row.len() / LANES * LANES;
+    for ((r, kk), qq) in row
+        .chunks_exact_mut(LANES)
+        .zip(k.chunks_exact(LANES))
+        .zip(q.chunks_exact(LANES))
+    {
+        for i in 0..LANES {
+            r[i] += kk[i] * d;
+            acc[i] += r[i] * qq[i];
+        }
+    }
+    let mut sum: f32 = acc.iter().sum();
+    for ((x, kk), qq) in row[tail..].iter_mut().zip(&k[tail..]).zip(&q[tail..]) {
+        *x += kk * d;
+        sum += *x * qq;
+    }
+    sum
 }
 
 /// The output's per-head RMSNorm (weight `norm`, `[state]`) times `silu(z)`, in place on `o`

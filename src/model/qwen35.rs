@@ -242,12 +242,49 @@ impl Qwen35 {
         crate::kernels::pool::install(|| self.forward_here(inputs, caches))
     }
 
+    /// [`Qwen35::forward`] through the first `layers` layers only, then the final norm and
+    /// head (layer-skip drafting); the caches need only those layers
+    /// ([`Qwen35::new_cache_layers`]).
+    pub fn forward_first(
+        &self,
+        layers: usize,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+    ) -> Result<Tensor, EngineError> {
+        let layers = layers.min(self.layers.len());
+        crate::kernels::pool::install(|| self.forward_here_first(inputs, caches, layers))
+    }
+
+    /// A fresh cache for the first `layers` layers only: their KV layers and their state.
+    pub fn new_cache_layers(&self, capacity: usize, layers: usize) -> Result<KvCache, EngineError> {
+        let first = &self.cfg.recurrent[..layers.min(self.cfg.recurrent.len())];
+        let recurrent = first.iter().filter(|r| **r).count();
+        let kv = KvShape {
+            layers: first.len() - recurrent,
+            ..self.kv_shape()
+        };
+        let state = StateShape {
+            layers: recurrent,
+            ..self.state_shape()
+        };
+        KvCache::with_state(kv, capacity, &self.device, state)
+    }
+
     fn forward_here(
         &self,
         inputs: &[SeqInput],
         caches: &mut [&mut KvCache],
     ) -> Result<Tensor, EngineError> {
-        let (x, plan) = self.trunk(inputs, caches)?;
+        self.forward_here_first(inputs, caches, self.layers.len())
+    }
+
+    fn forward_here_first(
+        &self,
+        inputs: &[SeqInput],
+        caches: &mut [&mut KvCache],
+        layers: usize,
+    ) -> Result<Tensor, EngineError> {
+        let (x, plan) = self.trunk_first(inputs, caches, layers)?;
         let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
         let eps = self.cfg.base.rms_eps as f32;
         let x = candle_nn::ops::rms_norm(&x.index_select(&rows, 0)?, &self.norm, eps)?;
@@ -262,7 +299,7 @@ impl Qwen35 {
         caches: &mut [&mut KvCache],
     ) -> Result<(Tensor, Tensor), EngineError> {
         crate::kernels::pool::install(|| {
-            let (x, plan) = self.trunk(inputs, caches)?;
+            let (x, plan) = self.trunk_first(inputs, caches, self.layers.len())?;
             let eps = self.cfg.base.rms_eps as f32;
             let normed = candle_nn::ops::rms_norm(&x, &self.norm, eps)?;
             let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
@@ -271,12 +308,13 @@ impl Qwen35 {
         })
     }
 
-    /// The step through every layer: the residual stream `[T, hidden]` before the final norm,
-    /// and the step's layout. Advances the caches.
-    fn trunk(
+    /// The step through the first `n_layers` layers: the residual stream `[T, hidden]` before
+    /// the final norm, and the step's layout. Advances the caches.
+    fn trunk_first(
         &self,
         inputs: &[SeqInput],
         caches: &mut [&mut KvCache],
+        n_layers: usize,
     ) -> Result<(Tensor, StepPlan), EngineError> {
         let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
         let step = Instant::now();
@@ -287,7 +325,7 @@ impl Qwen35 {
         let eps = self.cfg.base.rms_eps as f32;
         let rms = |x: &Tensor, w: &Tensor| candle_nn::ops::rms_norm(x, w, eps);
         let mut x = self.embed.lookup(&plan.tokens, &self.device)?;
-        for (l, layer) in self.layers.iter().enumerate() {
+        for (l, layer) in self.layers.iter().enumerate().take(n_layers) {
             let h = rms(&x, &layer.attn_norm)?;
             let mixed = match &layer.mixer {
                 Mixer::Attention(a) => self.attention(a, self.slot[l], &h, &plan, caches)?,

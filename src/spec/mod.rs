@@ -112,23 +112,26 @@ pub fn drafter_with<'m>(
             )))
         }
         &SpecMethod::LayerSkip { layers } => {
-            let Some(target) = target.as_llama() else {
-                return Err(EngineError::Refused(format!(
-                    "--spec layerskip:{layers}: layer-skip drafting runs on the llama family; this model is {}: use --spec lookup or --spec none",
-                    target.arch()
-                )));
+            let (total, drafter) = match target {
+                Model::Llama(m) => (m.cfg.layers, model_drafter::ModelDrafter::new(m, layers)),
+                Model::Qwen35(m) => (
+                    m.cfg.base.layers,
+                    model_drafter::ModelDrafter::first_qwen35(m, layers),
+                ),
+                Model::Gemma(_) => {
+                    return Err(EngineError::Refused(format!(
+                        "--spec layerskip:{layers}: layer-skip drafting runs on the llama family and Qwen3.5; this model is {}: use --spec lookup or --spec none",
+                        target.arch()
+                    )))
+                }
             };
-            let total = target.cfg.layers;
             if layers >= total {
                 return Err(EngineError::Refused(format!(
                     "--spec layerskip:{layers}: the model has {total} layers; draft with fewer, e.g. --spec layerskip:{}",
                     (total / 2).max(1)
                 )));
             }
-            Some(Box::new(
-                model_drafter::ModelDrafter::new(target, layers)
-                    .with_prefix_cache(prefix_tokens)?,
-            ))
+            Some(Box::new(drafter.with_prefix_cache(prefix_tokens)?))
         }
     })
 }

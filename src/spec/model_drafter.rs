@@ -26,6 +26,7 @@ use crate::model::family::Model;
 use crate::model::kv::KvCache;
 use crate::model::llama::{Llama, LogitRows, SeqInput};
 use crate::model::prefix::{PrefixCache, PrefixStats};
+use crate::model::qwen35::Qwen35;
 
 struct SeqState {
     cache: KvCache,
@@ -37,6 +38,8 @@ struct SeqState {
 enum Net<'m> {
     /// The first `.1` layers of a llama-family model.
     First(&'m Llama, usize),
+    /// The first `.1` layers of a Qwen3.5 model (KV and recurrent state for those layers).
+    FirstQwen35(&'m Qwen35, usize),
     /// A whole model.
     Whole(&'m Model),
 }
@@ -56,6 +59,16 @@ impl<'m> ModelDrafter<'m> {
     pub fn new(model: &'m Llama, layers: usize) -> Self {
         Self {
             net: Net::First(model, layers.clamp(1, model.cfg.layers)),
+            seqs: HashMap::new(),
+            peak_kv: 0,
+            prefix: None,
+        }
+    }
+
+    /// Drafts with the first `layers` layers of a Qwen3.5 `model` (all when larger).
+    pub fn first_qwen35(model: &'m Qwen35, layers: usize) -> Self {
+        Self {
+            net: Net::FirstQwen35(model, layers.clamp(1, model.cfg.base.layers)),
             seqs: HashMap::new(),
             peak_kv: 0,
             prefix: None,
@@ -108,6 +121,7 @@ impl<'m> ModelDrafter<'m> {
     fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
         match self.net {
             Net::First(m, layers) => m.new_cache_layers(capacity, layers),
+            Net::FirstQwen35(m, layers) => m.new_cache_layers(capacity, layers),
             Net::Whole(m) => m.new_cache(capacity),
         }
     }
@@ -138,6 +152,7 @@ impl<'m> ModelDrafter<'m> {
             let mut refs: Vec<&mut KvCache> = states.iter_mut().map(|s| &mut s.cache).collect();
             match self.net {
                 Net::First(m, layers) => m.forward_first(layers, &inputs, &mut refs),
+                Net::FirstQwen35(m, layers) => m.forward_first(layers, &inputs, &mut refs),
                 Net::Whole(m) => m.forward(&inputs, &mut refs),
             }
         };

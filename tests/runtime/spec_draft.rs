@@ -151,6 +151,53 @@ fn draft_model_greedy_equals_plain_greedy_on_qwen35() {
     }
 }
 
+/// Layer-skip on Qwen3.5: its first layers (KV and state for those only) draft for it.
+#[test]
+fn layer_skip_greedy_equals_plain_greedy_on_qwen35() {
+    use tokfire::model::synthetic_qwen35::{write_qwen35_gguf, Qwen35Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("qwen35.gguf");
+    write_qwen35_gguf(&path, &Qwen35Spec::default()).unwrap();
+    let target = load(&path, WeightDType::Q);
+    let q = target.model.as_qwen35().unwrap();
+    let prompts: Vec<Vec<u32>> = vec![vec![40, 71, 3, 200, 17, 40, 71, 3], (10..40).collect()];
+    let run_with = |layers: Option<usize>| {
+        let mut e = Engine::new(&target.model, cfg(2, 16, 5), SamplingConfig::default());
+        if let Some(l) = layers {
+            e.set_speculation(Box::new(ModelDrafter::first_qwen35(q, l)), 3)
+                .unwrap();
+        }
+        for (i, p) in prompts.iter().enumerate() {
+            let r = Request {
+                id: i as u64,
+                prompt: p.clone(),
+                max_new: 20,
+                stop: Vec::new(),
+            };
+            e.submit(r).unwrap();
+        }
+        e.run_to_completion().unwrap();
+        let proposed: usize = e
+            .events()
+            .iter()
+            .map(|ev| match ev.kind {
+                EventKind::Verified { proposed, .. } => proposed,
+                _ => 0,
+            })
+            .sum();
+        let outs: Vec<Vec<u32>> = (0..prompts.len())
+            .map(|i| e.output(i as u64).unwrap().to_vec())
+            .collect();
+        (outs, proposed)
+    };
+    let (plain, _) = run_with(None);
+    for layers in [1, 3] {
+        let (spec, proposed) = run_with(Some(layers));
+        assert_eq!(spec, plain, "layerskip:{layers}: output differs");
+        assert!(proposed > 0, "layerskip:{layers}: nothing proposed");
+    }
+}
+
 #[test]
 fn draft_model_greedy_equals_plain_greedy_on_real_weights() {
     let path = default_model_path();

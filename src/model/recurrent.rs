@@ -81,7 +81,8 @@ impl Recurrent {
         }
     }
 
-    /// Snapshots a step should take for recurrent layer `r`: the last this many of its tokens.
+    /// How many snapshots a step records for each recurrent layer: the states after its last
+    /// this many tokens.
     pub(crate) fn snapshots_wanted(&self) -> usize {
         self.keep
     }

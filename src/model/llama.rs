@@ -21,7 +21,7 @@ mod nextn;
 pub(crate) mod ops;
 mod rope;
 pub use nextn::NextnInput;
-pub(crate) use nextn::{nextn_name, nextn_tensors};
+pub(crate) use nextn::{nextn_name, nextn_plan, nextn_tensors};
 use ops::OpsAttention;
 use rope::rope_freqs;
 pub(crate) use rope::rope_tables_scaled;

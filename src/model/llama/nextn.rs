@@ -83,6 +83,34 @@ impl Nextn {
     }
 }
 
+/// The layout of a nextn step (each input's last row asked for), after checking that every
+/// input brings one hidden row of width `hidden` per token and making room in its cache.
+pub(crate) fn nextn_plan(
+    inputs: &[NextnInput],
+    caches: &mut [&mut KvCache],
+    hidden: usize,
+) -> Result<StepPlan, EngineError> {
+    let seqs: Vec<SeqInput> = inputs
+        .iter()
+        .map(|i| SeqInput {
+            tokens: i.tokens,
+            logits: LogitRows::Last,
+        })
+        .collect();
+    let plan = StepPlan::new(&seqs, caches)?;
+    for (cache, input) in caches.iter_mut().zip(inputs) {
+        if input.hidden.dims() != [input.tokens.len(), hidden] {
+            return Err(EngineError::Bug(format!(
+                "nextn input: hidden rows {:?} for {} tokens",
+                input.hidden.dims(),
+                input.tokens.len()
+            )));
+        }
+        cache.reserve(input.tokens.len())?;
+    }
+    Ok(plan)
+}
+
 /// One sequence's share of a nextn step: tokens t₍ᵢ₊₁₎… and, row for row, the hidden states hᵢ…
 /// that precede them (`[tokens, hidden]`), placed after what its nextn cache holds.
 #[derive(Debug, Clone, Copy)]
@@ -139,24 +167,7 @@ impl Llama {
         caches: &mut [&mut KvCache],
     ) -> Result<(Tensor, Tensor), EngineError> {
         let _span = tracing::trace_span!("forward_nextn", seqs = inputs.len()).entered();
-        let seqs: Vec<SeqInput> = inputs
-            .iter()
-            .map(|i| SeqInput {
-                tokens: i.tokens,
-                logits: LogitRows::Last,
-            })
-            .collect();
-        let plan = StepPlan::new(&seqs, caches)?;
-        for (cache, input) in caches.iter_mut().zip(inputs) {
-            if input.hidden.dims() != [input.tokens.len(), self.cfg.hidden] {
-                return Err(EngineError::Bug(format!(
-                    "nextn input: hidden rows {:?} for {} tokens",
-                    input.hidden.dims(),
-                    input.tokens.len()
-                )));
-            }
-            cache.reserve(input.tokens.len())?;
-        }
+        let plan = nextn_plan(inputs, caches, self.cfg.hidden)?;
         let eps = self.cfg.rms_eps as f32;
         let e = m
             .embed

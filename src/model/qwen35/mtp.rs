@@ -12,7 +12,7 @@ use super::super::embedding::Embedding;
 use super::super::families::qwen35::{name, Qwen35Config};
 use super::super::kv::{KvCache, KvShape};
 use super::super::linear::Linear;
-use super::super::llama::{LogitRows, NextnInput, SeqInput, StepPlan};
+use super::super::llama::{nextn_plan, NextnInput};
 use super::super::projections::GateUp;
 use super::super::weights::WeightSource;
 use super::{load_attention, Attention, Qwen35};
@@ -111,25 +111,7 @@ impl Qwen35 {
         caches: &mut [&mut KvCache],
     ) -> Result<(Tensor, Tensor), EngineError> {
         let _span = tracing::trace_span!("forward_mtp", seqs = inputs.len()).entered();
-        let seqs: Vec<SeqInput> = inputs
-            .iter()
-            .map(|i| SeqInput {
-                tokens: i.tokens,
-                logits: LogitRows::Last,
-            })
-            .collect();
-        let plan = StepPlan::new(&seqs, caches)?;
-        let hidden = self.cfg.base.hidden;
-        for (cache, input) in caches.iter_mut().zip(inputs) {
-            if input.hidden.dims() != [input.tokens.len(), hidden] {
-                return Err(EngineError::Bug(format!(
-                    "MTP input: hidden rows {:?} for {} tokens",
-                    input.hidden.dims(),
-                    input.tokens.len()
-                )));
-            }
-            cache.reserve(input.tokens.len())?;
-        }
+        let plan = nextn_plan(inputs, caches, self.cfg.base.hidden)?;
         let eps = self.cfg.base.rms_eps as f32;
         let rms = |x: &Tensor, w: &Tensor| candle_nn::ops::rms_norm(x, w, eps);
         let embed = m.embed.as_ref().unwrap_or(&self.embed);

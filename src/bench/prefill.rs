@@ -287,6 +287,8 @@ impl Vocab {
 
 /// One measured request: `prompt` with its first `cached` tokens (whole blocks) put in the
 /// prefix cache first by an unmeasured request, then the whole prompt, one token generated.
+/// On a model with recurrent state the budgets also hold the state (the sequence's and the
+/// cache's copy at the last cached block end).
 pub fn sample(
     model: &model::family::Model,
     prompt: &[u32],
@@ -294,15 +296,19 @@ pub fn sample(
     chunk: usize,
 ) -> Result<PrefillSample, EngineError> {
     let blocks = cached / BLOCK_TOKENS;
+    let per_token = model.kv_shape().bytes_per_token().max(1);
+    let state = model.state_bytes_per_seq();
+    let state_tokens = state.div_ceil(per_token);
+    let state_blocks = state.div_ceil(per_token * BLOCK_TOKENS);
     let prefix_tokens = match blocks {
         0 => 0,
-        b => b * BLOCK_TOKENS + BLOCK_TOKENS,
+        b => (b + 1 + state_blocks) * BLOCK_TOKENS,
     };
     let cfg = SchedulerConfig {
         max_seqs: 1,
         max_batch_tokens: chunk,
         prefill_chunk: chunk,
-        kv_budget_tokens: prompt.len() + 1 + prefix_tokens,
+        kv_budget_tokens: prompt.len() + 1 + state_tokens + prefix_tokens,
         schedule: Default::default(),
         prefix_cache_tokens: prefix_tokens,
     };
@@ -313,13 +319,10 @@ pub fn sample(
         stop: Vec::new(),
     };
     if blocks > 0 {
-        generate_on(
-            &mut engine,
-            0,
-            &prompt[..blocks * BLOCK_TOKENS],
-            &params,
-            |_, _| {},
-        )?;
+        // One token past the blocks: the last of them then ends before the request's final
+        // token, where a sequence copies its recurrent state for the cache (models with one).
+        let warm = (blocks * BLOCK_TOKENS + 1).min(prompt.len());
+        generate_on(&mut engine, 0, &prompt[..warm], &params, |_, _| {})?;
     }
     let seen = engine.events().len();
     let g = generate_on(&mut engine, 1, prompt, &params, |_, _| {})?;

@@ -317,7 +317,8 @@ fn warm_up(l: &Loaded) -> Result<(), EngineError> {
 fn prefix_cache(cfg: &RunConfig, l: &Loaded) -> Result<Option<(PrefixCache, usize)>, BenchError> {
     let bytes = l.model.kv_shape().bytes_per_token();
     let tokens = super::sweep::scheduler_config(cfg, bytes as u64)?.prefix_cache_tokens;
-    Ok((tokens > 0).then(|| (PrefixCache::new(tokens, bytes), tokens)))
+    let state = l.model.state_bytes_per_seq();
+    Ok((tokens > 0).then(|| (PrefixCache::new(tokens, bytes, state), tokens)))
 }
 
 /// Sends one request on a one-request engine (the prefix cache passed in and back): enter →

@@ -148,8 +148,10 @@ impl<'m> Engine<'m> {
         let mut sched = Scheduler::new(cfg);
         sched.set_state_tokens(model.state_bytes_per_seq().div_ceil(bytes_per_token.max(1)));
         Self {
-            prefix: (cfg.prefix_cache_tokens > 0)
-                .then(|| PrefixCache::new(cfg.prefix_cache_tokens, bytes_per_token)),
+            prefix: (cfg.prefix_cache_tokens > 0).then(|| {
+                let state = model.state_bytes_per_seq();
+                PrefixCache::new(cfg.prefix_cache_tokens, bytes_per_token, state)
+            }),
             model,
             sched,
             sampling,
@@ -236,9 +238,6 @@ impl<'m> Engine<'m> {
     /// Runs one step; false when there was nothing to do.
     pub fn step(&mut self) -> Result<bool, EngineError> {
         let _span = tracing::trace_span!("engine_step").entered();
-        if self.prefix.is_some() {
-            refuse_on_state(self.model, "--prefix-cache on", "restoring a cached prefix")?;
-        }
         let plan_start = Instant::now();
         let plan = match &self.prefix {
             Some(prefix) => {
@@ -294,7 +293,7 @@ impl<'m> Engine<'m> {
         let forward_us = forward_start.elapsed().as_micros() as u64;
         let mut rows = logits.iter();
         let mut at = 0;
-        for ((item, cache), draft) in plan.items.iter().zip(caches).zip(&drafts) {
+        for ((item, mut cache), draft) in plan.items.iter().zip(caches).zip(&drafts) {
             let row = at;
             at += item.len + draft.len();
             if !item.decode {
@@ -303,7 +302,7 @@ impl<'m> Engine<'m> {
             // Every prefill chunk stores the whole blocks it completed, so a prompt that arrives
             // while this one is still prefilling already finds them.
             if let (Some(prefix), false) = (self.prefix.as_mut(), item.decode) {
-                prefix.store(&self.seqs[&item.id].tokens, &cache)?;
+                prefix.store(&self.seqs[&item.id].tokens, &mut cache)?;
             }
             self.seqs.get_mut(&item.id).expect("known request").cache = Some(cache);
             if !draft.is_empty() {
@@ -345,7 +344,7 @@ impl<'m> Engine<'m> {
 
     /// KV-cache bytes held now: running sequences and the prefix cache.
     pub(crate) fn kv_bytes(&self) -> usize {
-        let prefix = self.prefix.as_ref().map_or(0, PrefixCache::bytes);
+        let prefix = self.prefix.as_ref().map_or(0, PrefixCache::kv_bytes);
         self.seqs
             .values()
             .filter_map(|s| s.cache.as_ref().map(KvCache::bytes))
@@ -353,12 +352,15 @@ impl<'m> Engine<'m> {
             + prefix
     }
 
-    /// Recurrent-state bytes held now by the running sequences (hybrid models; 0 otherwise).
+    /// Recurrent-state bytes held now by the running sequences and the prefix cache's copies
+    /// (hybrid models; 0 otherwise).
     pub(crate) fn state_bytes(&self) -> usize {
+        let prefix = self.prefix.as_ref().map_or(0, PrefixCache::state_bytes);
         self.seqs
             .values()
             .filter_map(|s| s.cache.as_ref().map(KvCache::state_bytes))
-            .sum()
+            .sum::<usize>()
+            + prefix
     }
 
     /// Hands the prefix cache over, to carry it into the next engine over the same model (a
@@ -392,6 +394,9 @@ impl<'m> Engine<'m> {
                 None => {
                     let mut c = self.model.new_cache(s.prompt_len + s.max_new)?;
                     c.keep_snapshots(self.snapshots);
+                    if let Some(prefix) = self.prefix.as_mut() {
+                        c.mark_states(&prefix.state_marks(&s.tokens, item.start));
+                    }
                     if item.start > 0 {
                         let prefix = self.prefix.as_mut().ok_or_else(|| {
                             EngineError::Bug(
@@ -477,8 +482,8 @@ impl<'m> Engine<'m> {
         if let Some(spec) = self.spec.as_mut() {
             spec.release(id);
         }
-        let s = self.seqs.remove(&id).expect("known request");
-        if let (Some(prefix), Some(cache)) = (self.prefix.as_mut(), s.cache.as_ref()) {
+        let mut s = self.seqs.remove(&id).expect("known request");
+        if let (Some(prefix), Some(cache)) = (self.prefix.as_mut(), s.cache.as_mut()) {
             // A failed copy only loses a cache entry; the answer is complete.
             if let Err(e) = prefix.store(&s.tokens, cache) {
                 tracing::warn!("prefix cache: {e}");
@@ -509,18 +514,5 @@ impl<'m> Engine<'m> {
             id,
             kind,
         });
-    }
-}
-
-/// Refuses `what` on a model with recurrent state: `needs` a snapshot of that state, which
-/// this engine does not keep yet.
-fn refuse_on_state(model: &Model, what: &str, needs: &str) -> Result<(), EngineError> {
-    match model.state_bytes_per_seq() {
-        0 => Ok(()),
-        _ => Err(EngineError::Refused(format!(
-            "{what}: {} has recurrent layers, and {needs} needs snapshots of their state, which \
-             tokfire does not keep there yet; run it with --prefix-cache off",
-            model.arch()
-        ))),
     }
 }

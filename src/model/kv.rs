@@ -94,6 +94,14 @@ impl KvCache {
         }
     }
 
+    /// Copies the recurrent state when the sequence reaches each of `lens`, for the prefix
+    /// cache (nothing for attention-only models).
+    pub(crate) fn mark_states(&mut self, lens: &[usize]) {
+        if let Some(r) = self.recurrent.as_mut() {
+            r.mark(lens);
+        }
+    }
+
     /// Tokens held.
     pub(crate) fn len(&self) -> usize {
         self.len

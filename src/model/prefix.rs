@@ -17,12 +17,27 @@
 //! store touches a whole chain at once, so a parent is never older than its children, and only
 //! blocks without cached children are evicted (no unreachable orphans). [`PrefixIndex`] is the
 //! pure bookkeeping (unit-tested alone); [`PrefixCache`] keeps the tensors beside it.
+//!
+//! **Models with recurrent layers** (Qwen3.5's Gated DeltaNet) cannot resume from KV rows alone:
+//! the recurrent state after the reused tokens must be restored too, and it exists only where a
+//! sequence copied it on its way (it cannot be rebuilt from the rows). So a block can carry a
+//! copy of the whole recurrent state after its last token, and a new sequence reuses only up to
+//! the deepest matched block that has one. A sequence copies its state at two block ends of its
+//! prompt ([`PrefixCache::state_marks`]): its last whole block before the final token (an
+//! identical prompt, or a later turn of the same conversation, resumes there) and the block where
+//! it leaves the deepest chain already cached (the branch point: the next prompt with the same
+//! system prompt resumes there). A copy costs the model's state bytes (`inspect`'s "state per
+//! sequence"; about 20 MB on a Qwen3.5-0.8B shape, 10.8 kB on the tiny test model) and weighs in
+//! the cache's budget as that many bytes of whole blocks of KV rows
+//! ([`PrefixCache::new`]); evicting a block drops its copy. The blocks' KV rows are those of the
+//! attention layers only, as the sequences' caches hold them.
 
 use std::collections::HashMap;
 
 use candle_core::Tensor;
 
 use super::kv::KvCache;
+use super::recurrent::LayerState;
 use crate::error::EngineError;
 
 /// Tokens per cached block.
@@ -36,6 +51,8 @@ struct Node {
     key: Key,
     /// 1 for a prompt's first block.
     depth: usize,
+    /// Blocks of the capacity it takes: 1, more with a recurrent-state copy attached.
+    weight: usize,
     last_used: u64,
     children: usize,
 }
@@ -52,6 +69,8 @@ pub(crate) struct Stored {
 pub(crate) struct PrefixIndex {
     block: usize,
     capacity_blocks: usize,
+    /// Sum of the held nodes' weights.
+    used: usize,
     ids: HashMap<Key, u64>,
     nodes: HashMap<u64, Node>,
     next_id: u64,
@@ -64,6 +83,7 @@ impl PrefixIndex {
         Self {
             block: block.max(1),
             capacity_blocks,
+            used: 0,
             ids: HashMap::new(),
             nodes: HashMap::new(),
             next_id: 1,
@@ -112,11 +132,8 @@ impl PrefixIndex {
         let mut parent = have.last().copied().unwrap_or(0);
         let chunks = tokens.chunks_exact(self.block).enumerate().skip(have.len());
         for (i, chunk) in chunks {
-            if self.nodes.len() >= self.capacity_blocks {
-                match self.victim() {
-                    Some(v) => out.evicted.push(self.remove(v)),
-                    None => break,
-                }
+            if !self.make_room(1, &mut out.evicted) {
+                break;
             }
             let id = self.next_id;
             self.next_id += 1;
@@ -127,10 +144,12 @@ impl PrefixIndex {
                 Node {
                     key,
                     depth: i + 1,
+                    weight: 1,
                     last_used: self.tick,
                     children: 0,
                 },
             );
+            self.used += 1;
             if let Some(p) = self.nodes.get_mut(&parent) {
                 p.children += 1;
             }
@@ -138,6 +157,32 @@ impl PrefixIndex {
             parent = id;
         }
         out
+    }
+
+    /// Makes `id` (a block of the chain just stored or touched) weigh `extra` more blocks,
+    /// evicting least-recently used leaves of other chains as needed; false (and nothing
+    /// added, though some blocks may be evicted) when that cannot make room. Ids evicted are
+    /// appended to `evicted`.
+    pub(crate) fn add_weight(&mut self, id: u64, extra: usize, evicted: &mut Vec<u64>) -> bool {
+        if !self.nodes.contains_key(&id) || !self.make_room(extra, evicted) {
+            return false;
+        }
+        if let Some(n) = self.nodes.get_mut(&id) {
+            n.weight += extra;
+            self.used += extra;
+        }
+        true
+    }
+
+    /// Evicts victims until `extra` more blocks fit; false when no victim is left first.
+    fn make_room(&mut self, extra: usize, evicted: &mut Vec<u64>) -> bool {
+        while self.used + extra > self.capacity_blocks {
+            match self.victim() {
+                Some(v) => evicted.push(self.remove(v)),
+                None => return false,
+            }
+        }
+        true
     }
 
     /// The least-recently used leaf (deepest first among equals) not used by the current call.
@@ -155,6 +200,7 @@ impl PrefixIndex {
             .remove(&id)
             .expect("victims are held blocks; this is a bug");
         self.ids.remove(&node.key);
+        self.used -= node.weight;
         if let Some(p) = self.nodes.get_mut(&node.key.0) {
             p.children -= 1;
         }
@@ -181,46 +227,89 @@ pub struct PrefixStats {
     pub reused_tokens: u64,
 }
 
-/// The prefix cache: [`PrefixIndex`] with each block's K/V rows.
+/// The prefix cache: [`PrefixIndex`] with each block's K/V rows and, on models with recurrent
+/// layers, the state after some blocks.
 pub(crate) struct PrefixCache {
     index: PrefixIndex,
     blocks: HashMap<u64, BlockKv>,
+    /// Recurrent state (every layer) after the block of that id.
+    states: HashMap<u64, Vec<LayerState>>,
     bytes_per_block: usize,
+    /// Bytes of one copy of a sequence's recurrent state (0: the model has none).
+    state_bytes: usize,
     stats: PrefixStats,
 }
 
 impl PrefixCache {
     /// A cache of at most `budget_tokens` tokens (whole blocks) for a model whose KV costs
-    /// `bytes_per_token`.
-    pub(crate) fn new(budget_tokens: usize, bytes_per_token: usize) -> Self {
+    /// `bytes_per_token` and whose recurrent state, if any, `state_bytes`; a state copy takes
+    /// as much of the budget as the whole blocks its bytes would fill.
+    pub(crate) fn new(budget_tokens: usize, bytes_per_token: usize, state_bytes: usize) -> Self {
         Self {
             index: PrefixIndex::new(BLOCK_TOKENS, budget_tokens / BLOCK_TOKENS),
             blocks: HashMap::new(),
+            states: HashMap::new(),
             bytes_per_block: bytes_per_token * BLOCK_TOKENS,
+            state_bytes,
             stats: PrefixStats::default(),
         }
     }
 
-    /// Tokens of `tokens` a new sequence can copy from the cache: whole cached blocks, at most
-    /// all but the last token (which is computed for its logits).
-    pub(crate) fn reusable(&self, tokens: &[u32]) -> usize {
-        let limit = tokens.len().saturating_sub(1);
-        self.index.matched(&tokens[..limit]).len() * BLOCK_TOKENS
+    /// Blocks of the budget one state copy takes.
+    fn state_blocks(&self) -> usize {
+        self.state_bytes.div_ceil(self.bytes_per_block.max(1))
     }
 
-    /// Copies the rows of the first `n` tokens of `tokens` into the empty `cache`; `n` must not
-    /// exceed [`PrefixCache::reusable`] as it was since the last store.
+    /// The ids of the cached blocks `tokens` can resume from: the longest cached chain of whole
+    /// blocks, at most all but the last token (computed for its logits), and on a model with
+    /// recurrent state only up to the deepest block that carries a copy of it.
+    fn usable(&self, tokens: &[u32]) -> Vec<u64> {
+        let limit = tokens.len().saturating_sub(1);
+        let mut ids = self.index.matched(&tokens[..limit]);
+        if self.state_bytes > 0 {
+            let keep = ids
+                .iter()
+                .rposition(|id| self.states.contains_key(id))
+                .map_or(0, |i| i + 1);
+            ids.truncate(keep);
+        }
+        ids
+    }
+
+    /// Tokens of `tokens` a new sequence can copy from the cache (see `usable`).
+    pub(crate) fn reusable(&self, tokens: &[u32]) -> usize {
+        self.usable(tokens).len() * BLOCK_TOKENS
+    }
+
+    /// The lengths at which a new sequence over `tokens`, resuming at `start`, should copy its
+    /// recurrent state for this cache ([`KvCache::mark_states`]): the last block end before its
+    /// final token and the end of the deepest chain already cached (empty on models without
+    /// recurrent state).
+    pub(crate) fn state_marks(&self, tokens: &[u32], start: usize) -> Vec<usize> {
+        if self.state_bytes == 0 {
+            return Vec::new();
+        }
+        let limit = tokens.len().saturating_sub(1);
+        let branch = self.index.matched(&tokens[..limit]).len() * BLOCK_TOKENS;
+        let end = limit / BLOCK_TOKENS * BLOCK_TOKENS;
+        [branch, end].into_iter().filter(|&l| l > start).collect()
+    }
+
+    /// Copies the rows (and recurrent state) of the first `n` tokens of `tokens` into the empty
+    /// `cache`; `n` must be [`PrefixCache::reusable`] as it was since the last store, or less on
+    /// a model without recurrent state.
     pub(crate) fn fill(
         &mut self,
         tokens: &[u32],
         n: usize,
         cache: &mut KvCache,
     ) -> Result<(), EngineError> {
-        let ids = self.index.matched(tokens);
+        let ids = self.usable(tokens);
         let whole = n.div_ceil(BLOCK_TOKENS);
-        if ids.len() < whole || cache.len() != 0 {
+        let exact = self.state_bytes == 0 || n == ids.len() * BLOCK_TOKENS;
+        if ids.len() < whole || cache.len() != 0 || !exact {
             return Err(EngineError::Bug(format!(
-                "prefix cache: {n} tokens planned for reuse but {} cached",
+                "prefix cache: {n} tokens planned for reuse but {} usable",
                 ids.len() * BLOCK_TOKENS
             )));
         }
@@ -234,29 +323,75 @@ impl PrefixCache {
             cache.advance(BLOCK_TOKENS);
         }
         cache.truncate(n);
+        if let (Some(rec), Some(id)) = (cache.recurrent_mut(), ids[..whole].last()) {
+            let state = self.states.get(id).ok_or_else(|| {
+                EngineError::Bug("prefix cache: a reused block without its state".into())
+            })?;
+            rec.restore(state)?;
+        }
         self.stats.reused_tokens += n as u64;
         Ok(())
     }
 
-    /// Keeps the rows of every whole block of `tokens[..cache.len()]` not cached yet.
-    pub(crate) fn store(&mut self, tokens: &[u32], cache: &KvCache) -> Result<(), EngineError> {
+    /// Keeps the rows of every whole block of `tokens[..cache.len()]` not cached yet, and the
+    /// recurrent states `cache` copied at block ends (moved out of it).
+    pub(crate) fn store(&mut self, tokens: &[u32], cache: &mut KvCache) -> Result<(), EngineError> {
         let held = &tokens[..cache.len().min(tokens.len())];
         let change = self.index.store(held);
-        for id in &change.evicted {
-            self.blocks.remove(id);
-        }
-        self.stats.evicted_blocks += change.evicted.len() as u64;
+        self.drop_evicted(&change.evicted);
         for (i, id) in change.added {
             self.blocks.insert(id, copy_block(cache, i * BLOCK_TOKENS)?);
             self.stats.stored_blocks += 1;
+        }
+        let marked = cache.recurrent_mut().map(|r| r.take_marked());
+        for (len, state) in marked.into_iter().flatten() {
+            self.keep_state(&held[..len.min(held.len())], state);
         }
         self.stats.peak_blocks = self.stats.peak_blocks.max(self.index.len() as u64);
         Ok(())
     }
 
+    /// Attaches `state` (the recurrent state after `tokens`) to the cached block that ends
+    /// `tokens`, when that block is held, has none yet and the budget can make room.
+    fn keep_state(&mut self, tokens: &[u32], state: Vec<LayerState>) {
+        if tokens.is_empty() || !tokens.len().is_multiple_of(BLOCK_TOKENS) {
+            return;
+        }
+        let ids = self.index.matched(tokens);
+        let Some(&id) = ids
+            .last()
+            .filter(|_| ids.len() * BLOCK_TOKENS == tokens.len())
+        else {
+            return;
+        };
+        if self.states.contains_key(&id) {
+            return;
+        }
+        // The store before this touched the whole chain, so making room evicts other chains.
+        let mut evicted = Vec::new();
+        let kept = self.index.add_weight(id, self.state_blocks(), &mut evicted);
+        self.drop_evicted(&evicted);
+        if kept {
+            self.states.insert(id, state);
+        }
+    }
+
+    fn drop_evicted(&mut self, ids: &[u64]) {
+        for id in ids {
+            self.blocks.remove(id);
+            self.states.remove(id);
+        }
+        self.stats.evicted_blocks += ids.len() as u64;
+    }
+
     /// Bytes of K/V rows held.
-    pub(crate) fn bytes(&self) -> usize {
+    pub(crate) fn kv_bytes(&self) -> usize {
         self.blocks.len() * self.bytes_per_block
+    }
+
+    /// Bytes of recurrent-state copies held.
+    pub(crate) fn state_bytes(&self) -> usize {
+        self.states.len() * self.state_bytes
     }
 
     pub(crate) fn stats(&self) -> PrefixStats {

@@ -92,8 +92,8 @@ fn filled_rows_equal_the_stored_rows_exactly() {
         };
         let tokens = toks(7, 40);
         let mut src = filled(shape, 40, 0.5);
-        let mut pc = PrefixCache::new(1024, 1);
-        pc.store(&tokens, &src).unwrap();
+        let mut pc = PrefixCache::new(1024, 1, 0);
+        pc.store(&tokens, &mut src).unwrap();
         assert_eq!(
             pc.stats().stored_blocks,
             2,
@@ -124,12 +124,12 @@ fn filled_rows_equal_the_stored_rows_exactly() {
 fn the_budget_counts_bytes_of_whole_blocks() {
     let shape = shape();
     let per_token = 2 * shape.layers * shape.kv_heads * shape.head_dim * 4;
-    let mut pc = PrefixCache::new(3 * BLOCK_TOKENS + 5, per_token);
+    let mut pc = PrefixCache::new(3 * BLOCK_TOKENS + 5, per_token, 0);
     for i in 0..6 {
         let tokens = toks(1000 * i, 2 * BLOCK_TOKENS);
-        pc.store(&tokens, &filled(shape, 2 * BLOCK_TOKENS, i as f32))
+        pc.store(&tokens, &mut filled(shape, 2 * BLOCK_TOKENS, i as f32))
             .unwrap();
-        assert!(pc.bytes() <= 3 * BLOCK_TOKENS * per_token);
+        assert!(pc.kv_bytes() <= 3 * BLOCK_TOKENS * per_token);
     }
     assert_eq!(pc.stats().peak_blocks, 3);
     assert!(pc.stats().evicted_blocks >= 8);
@@ -137,7 +137,35 @@ fn the_budget_counts_bytes_of_whole_blocks() {
 
 #[test]
 fn fill_refuses_more_than_is_cached() {
-    let mut pc = PrefixCache::new(1024, 1);
+    let mut pc = PrefixCache::new(1024, 1, 0);
     let mut dst = KvCache::new(shape(), 8, &Device::Cpu).unwrap();
     assert!(pc.fill(&toks(0, 40), 16, &mut dst).is_err());
+}
+
+#[test]
+fn extra_weight_counts_in_the_capacity_and_leaves_with_its_block() {
+    let mut ix = PrefixIndex::new(2, 6);
+    let a = toks(0, 4); // 2 blocks
+    ix.store(&a);
+    let b = toks(100, 4);
+    ix.store(&b);
+    let ids = ix.matched(&b);
+    let mut evicted = Vec::new();
+    // Room for 3 more: `a` (older) loses its leaf, then its root.
+    assert!(ix.add_weight(ids[1], 3, &mut evicted));
+    assert_eq!(evicted.len(), 1, "one of a's blocks made room");
+    assert_eq!(ix.matched(&a).len(), 1);
+    // Nothing else may go: the weight of 7 cannot fit beside b's chain.
+    let mut more = Vec::new();
+    assert!(!ix.add_weight(ids[0], 4, &mut more));
+    assert_eq!(ix.matched(&b).len(), 2, "the chain asking keeps its blocks");
+    // Newer chains evict the weighted leaf in turn, and its weight with it.
+    for i in 0..3 {
+        ix.store(&toks(1000 + 10 * i, 4));
+    }
+    assert!(
+        ix.matched(&b).len() < 2,
+        "the weighted leaf was evicted in turn"
+    );
+    assert!(ix.len() <= 6);
 }

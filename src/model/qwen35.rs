@@ -16,8 +16,8 @@
 //!
 //! CPU only: the recurrent layers and the attention work on host slices. Rolling a sequence back
 //! (speculative decoding) restores the state from the snapshots its cache keeps
-//! ([`super::recurrent`]); restoring a cached prefix would need a snapshot at a block end, which
-//! is not kept yet, so the prefix cache is refused for this family.
+//! ([`super::recurrent`]); a cached prefix restores the copy of the state the prefix cache kept
+//! at a block end ([`super::prefix`]).
 
 mod cost;
 pub(crate) mod delta;
@@ -463,15 +463,15 @@ impl Qwen35 {
             let rec = cache
                 .recurrent_mut()
                 .ok_or_else(|| EngineError::Bug("a qwen35 cache without recurrent state".into()))?;
-            let wanted = rec.snapshots_wanted();
+            let lens = rec.lengths_wanted(base, n);
+            let at: Vec<usize> = lens.iter().map(|l| l - base - 1).collect();
             let seq = SeqMix {
                 mixed: &mixed,
                 g: &g,
                 beta: &beta,
             };
-            let (mut o, snaps) = delta::mix(&seq, &net.conv, rec.layer_mut(r)?, &d, wanted);
-            let first = base + n - snaps.len() + 1;
-            rec.record(r, (first..).zip(snaps).collect());
+            let (mut o, snaps) = delta::mix(&seq, &net.conv, rec.layer_mut(r)?, &d, &at);
+            rec.record(r, lens.into_iter().zip(snaps).collect());
             delta::gated_norm(&mut o, &z, &net.norm, d.eps);
             out.extend(o);
         }

@@ -8,6 +8,11 @@
 //! `keep` copies of the state, which [`Recurrent::bytes`] counts; a cut to a length without a
 //! snapshot marks the state unusable and the next step refuses it instead of computing from the
 //! wrong state.
+//!
+//! For the prefix cache a sequence can also be asked to keep its state at chosen lengths
+//! ([`Recurrent::mark`], block ends of its prompt): the step that passes such a length copies the
+//! state there, and the engine moves the copy into the prefix cache in the same step
+//! ([`Recurrent::take_marked`]), where the cache's budget counts it.
 
 use std::collections::VecDeque;
 
@@ -51,6 +56,10 @@ pub struct Recurrent {
     keep: usize,
     /// Per layer, (sequence length, state at that length), oldest first, at most `keep`.
     history: Vec<VecDeque<(usize, LayerState)>>,
+    /// Lengths at which the state is copied for the prefix cache, ascending.
+    marks: Vec<usize>,
+    /// Per layer, (length, state) copied at `marks` and not taken yet.
+    marked: Vec<Vec<(usize, LayerState)>>,
 }
 
 impl Recurrent {
@@ -66,7 +75,47 @@ impl Recurrent {
             stale: false,
             keep: 0,
             history: vec![VecDeque::new(); shape.layers],
+            marks: Vec::new(),
+            marked: vec![Vec::new(); shape.layers],
         }
+    }
+
+    /// Copies the state when the sequence reaches each of `lens` (lengths it has not reached
+    /// yet; the prefix cache's block ends), for [`Recurrent::take_marked`].
+    pub(crate) fn mark(&mut self, lens: &[usize]) {
+        self.marks.extend(lens.iter().filter(|&&l| l > 0));
+        self.marks.sort_unstable();
+        self.marks.dedup();
+    }
+
+    /// The states copied at marked lengths since the last call, every layer's, by length; the
+    /// marks they answer are dropped.
+    pub(crate) fn take_marked(&mut self) -> Vec<(usize, Vec<LayerState>)> {
+        let Some(first) = self.marked.first() else {
+            return Vec::new();
+        };
+        let lens: Vec<usize> = first.iter().map(|(l, _)| *l).collect();
+        let mut out: Vec<(usize, Vec<LayerState>)> =
+            lens.iter().map(|&l| (l, Vec::new())).collect();
+        for layer in &mut self.marked {
+            for (slot, (_, s)) in out.iter_mut().zip(layer.drain(..)) {
+                slot.1.push(s);
+            }
+        }
+        self.marks.retain(|l| !lens.contains(l));
+        out.retain(|(_, s)| s.len() == self.shape.layers);
+        out
+    }
+
+    /// The sequence lengths in `(base, base + n]` after which a step of `n` tokens starting at
+    /// length `base` copies the state, ascending: the last `keep` (rollback) and the marks.
+    pub(crate) fn lengths_wanted(&self, base: usize, n: usize) -> Vec<usize> {
+        let end = base + n;
+        let mut lens: Vec<usize> = (end + 1 - self.keep.min(n)..=end).collect();
+        lens.extend(self.marks.iter().filter(|&&l| l > base && l <= end));
+        lens.sort_unstable();
+        lens.dedup();
+        lens
     }
 
     /// Keeps the state after each of (at least) the last `n` tokens from now on, so the
@@ -81,21 +130,35 @@ impl Recurrent {
         }
     }
 
-    /// How many snapshots a step records for each recurrent layer: the states after its last
-    /// this many tokens.
-    pub(crate) fn snapshots_wanted(&self) -> usize {
-        self.keep
-    }
-
-    /// Records recurrent layer `r`'s state after the tokens ending at the lengths given.
+    /// Records recurrent layer `r`'s state at the lengths [`Recurrent::lengths_wanted`] gave:
+    /// marked ones for the prefix cache, the last `keep` for rollback.
     pub(crate) fn record(&mut self, r: usize, snaps: Vec<(usize, LayerState)>) {
         let keep = self.keep;
-        if let Some(h) = self.history.get_mut(r) {
-            h.extend(snaps);
-            while h.len() > keep {
-                h.pop_front();
+        let (Some(h), Some(marked)) = (self.history.get_mut(r), self.marked.get_mut(r)) else {
+            return;
+        };
+        for (len, s) in snaps {
+            if self.marks.contains(&len) {
+                marked.push((len, s.clone()));
             }
+            h.push_back((len, s));
         }
+        while h.len() > keep {
+            h.pop_front();
+        }
+    }
+
+    /// Sets every layer's state to `layers` (a prefix cache's copy at a block end).
+    pub(crate) fn restore(&mut self, layers: &[LayerState]) -> Result<(), EngineError> {
+        if layers.len() != self.shape.layers || self.stale {
+            return Err(EngineError::Bug(format!(
+                "restoring {} recurrent layers into a state of {}",
+                layers.len(),
+                self.shape.layers
+            )));
+        }
+        self.layers = layers.to_vec();
+        Ok(())
     }
 
     /// Restores the state at sequence length `len` from the snapshots; false when a layer has
@@ -113,12 +176,17 @@ impl Recurrent {
         for h in &mut self.history {
             h.retain(|(l, _)| *l <= len);
         }
+        for m in &mut self.marked {
+            m.retain(|(l, _)| *l <= len);
+        }
         true
     }
 
-    /// Bytes held: the state and, for a sequence that may roll back, `keep` snapshots of it.
+    /// Bytes held: the state, for a sequence that may roll back `keep` snapshots of it, and
+    /// the marked copies not yet moved into the prefix cache.
     pub(crate) fn bytes(&self) -> usize {
-        self.shape.bytes() * (1 + self.keep)
+        let marked = self.marked.first().map_or(0, Vec::len);
+        self.shape.bytes() * (1 + self.keep + marked)
     }
 
     pub fn shape(&self) -> StateShape {
@@ -127,9 +195,10 @@ impl Recurrent {
 
     /// Back to the start of a sequence (snapshots dropped, `keep` kept).
     pub(crate) fn reset(&mut self) {
-        let keep = self.keep;
+        let (keep, marks) = (self.keep, std::mem::take(&mut self.marks));
         *self = Self::new(self.shape);
         self.keep = keep;
+        self.marks = marks;
     }
 
     /// Marks the state unusable (its sequence was cut back without a snapshot).

@@ -89,8 +89,8 @@ impl<'m> ModelDrafter<'m> {
     pub fn with_prefix_cache(mut self, tokens: usize) -> Result<Self, EngineError> {
         if tokens > 0 {
             let one = self.new_cache(1)?;
-            let bytes_per_token = one.bytes();
-            self.prefix = Some(PrefixCache::new(tokens, bytes_per_token));
+            let (bytes_per_token, state) = (one.bytes(), one.state_bytes());
+            self.prefix = Some(PrefixCache::new(tokens, bytes_per_token, state));
         }
         Ok(self)
     }
@@ -114,6 +114,7 @@ impl<'m> ModelDrafter<'m> {
                 prefix.fill(tokens, n, &mut cache)?;
                 fed.extend_from_slice(&tokens[..n]);
             }
+            cache.mark_states(&prefix.state_marks(tokens, n));
         }
         Ok(SeqState { cache, fed })
     }
@@ -126,10 +127,17 @@ impl<'m> ModelDrafter<'m> {
         }
     }
 
-    /// KV bytes the drafter holds now: its sequences' caches and its prefix cache.
+    /// Cache bytes the drafter holds now: its sequences' caches and its prefix cache (K/V rows
+    /// and, for a draft model with recurrent layers, their state).
     pub fn kv_bytes(&self) -> usize {
-        let prefix = self.prefix.as_ref().map_or(0, PrefixCache::bytes);
-        self.seqs.values().map(|s| s.cache.bytes()).sum::<usize>() + prefix
+        let prefix = self
+            .prefix
+            .as_ref()
+            .map_or(0, |p| p.kv_bytes() + p.state_bytes());
+        let seqs = self.seqs.values();
+        seqs.map(|s| s.cache.bytes() + s.cache.state_bytes())
+            .sum::<usize>()
+            + prefix
     }
 
     fn forward(&mut self, ids: &[u64], fed: &[Vec<u32>]) -> Result<Vec<u32>, EngineError> {
@@ -203,8 +211,8 @@ impl Drafter for ModelDrafter<'_> {
             // A new sequence's first catch-up fed its prompt: keep its whole blocks (later steps
             // add only its answer, which another prompt is unlikely to share).
             for id in &started {
-                let st = &self.seqs[id];
-                prefix.store(&st.fed, &st.cache)?;
+                let st = self.seqs.get_mut(id).expect("started above");
+                prefix.store(&st.fed, &mut st.cache)?;
             }
         }
         loop {

@@ -118,20 +118,6 @@ fn the_state_after_a_chunked_prefill_equals_the_one_chunk_state() {
     );
 }
 
-#[test]
-fn the_prefix_cache_is_refused_by_name_until_it_keeps_state_snapshots() {
-    use tokfire::engine::batching::Engine;
-    use tokfire::engine::generate::one_request;
-    let dir = tempfile::tempdir().unwrap();
-    let loaded = load(&model(dir.path()), WeightDType::Q);
-    let mut engine = Engine::new(&loaded.model, one_request(8, 4, 64), Default::default());
-    let err = engine.step().unwrap_err().to_string();
-    assert!(
-        err.contains("--prefix-cache on") && err.contains("qwen35"),
-        "{err}"
-    );
-}
-
 /// Writes a Qwen3.5 model of the shape asked for (`TOKFIRE_QWEN35_SHAPE`: `tiny`, the oracle's
 /// `qwen35-mtp` model with a 4096-token context, or `0.8b`, Qwen3.5-0.8B's shape with this
 /// tokenizer's vocabulary, Q8_0), both with an MTP block, to `$TOKFIRE_QWEN35_OUT`, for the CLI

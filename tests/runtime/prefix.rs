@@ -107,6 +107,36 @@ fn cached_and_uncached_outputs_are_the_same_on_the_device() {
     same_with_and_without_the_cache(&load_on(&path, WeightDType::Q, Kernels::Candle, device).model);
 }
 
+/// On Qwen3.5, where a cached prefix restores the recurrent state copied at its block end.
+#[test]
+fn qwen35_outputs_are_the_same_with_and_without_the_cache() {
+    use tokfire::model::synthetic_qwen35::{write_qwen35_gguf, Qwen35Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("qwen35.gguf");
+    write_qwen35_gguf(&path, &Qwen35Spec::default()).unwrap();
+    let loaded = load(&path, WeightDType::Q);
+    let m = &loaded.model;
+    assert!(
+        m.state_bytes_per_seq() > 0,
+        "the tiny qwen35 has recurrent state"
+    );
+    same_with_and_without_the_cache(m);
+
+    // A state copy takes its bytes from the budget: a cache that holds the prompt's blocks but
+    // not their state reuses nothing (its blocks cannot be resumed from) and changes nothing.
+    let block = m.kv_shape().bytes_per_token() * BLOCK_TOKENS;
+    let state_blocks = m.state_bytes_per_seq().div_ceil(block);
+    let waves = vec![shared_prompts(0..1), shared_prompts(1..3)];
+    let plain = run(m, cfg(1, 512, 0), &waves, usize::MAX, 8, &[]);
+    let tight = run(m, cfg(1, 512, 2 * BLOCK_TOKENS), &waves, usize::MAX, 8, &[]);
+    assert_eq!(tight.outputs, plain.outputs);
+    assert!(tight.reused.iter().all(|&r| r == 0), "{:?}", tight.reused);
+    let room = (2 + state_blocks) * BLOCK_TOKENS;
+    let enough = run(m, cfg(1, 512, room), &waves, usize::MAX, 8, &[]);
+    assert_eq!(enough.outputs, plain.outputs);
+    assert_eq!(enough.reused, [0, 2 * BLOCK_TOKENS, 2 * BLOCK_TOKENS]);
+}
+
 fn same_with_and_without_the_cache(m: &Model) {
     let waves = vec![
         shared_prompts(0..1),

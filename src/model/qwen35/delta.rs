@@ -82,13 +82,13 @@ fn l2_normalize(x: &mut [f32], eps: f32) {
 
 /// The layer's mixing for one sequence: conv, L2 norms, the delta rule per value head,
 /// returning the attention output `[n, v_heads · state]` before the gated norm and the states
-/// after each of the last `snaps` tokens (oldest first), and advancing `st`.
+/// after each token of `at` (indices into the `n` tokens, ascending), and advancing `st`.
 pub(crate) fn mix(
     seq: &SeqMix,
     conv_w: &[f32],
     st: &mut LayerState,
     d: &DeltaDims,
-    snaps: usize,
+    at: &[usize],
 ) -> (Vec<f32>, Vec<LayerState>) {
     let (conv, input) = conv_silu(seq.mixed, conv_w, &mut st.conv, d);
     let (c, s, hk, hv) = (d.channels(), d.state, d.k_heads, d.v_heads);
@@ -103,7 +103,7 @@ pub(crate) fn mix(
     q.chunks_exact_mut(s).for_each(|h| l2_normalize(h, d.eps));
     k.chunks_exact_mut(s).for_each(|h| l2_normalize(h, d.eps));
     let scale = 1.0 / (s as f32).sqrt();
-    let first_snap = n - snaps.min(n);
+    let at: Vec<usize> = at.iter().copied().filter(|&t| t < n).collect();
     let per_head: Vec<(Vec<f32>, Vec<f32>)> = st
         .ssm
         .par_chunks_mut(s * s)
@@ -111,7 +111,8 @@ pub(crate) fn mix(
         .map(|(h, m)| {
             let kh = h % hk;
             let mut out = vec![0f32; n * s];
-            let mut kept = Vec::with_capacity((n - first_snap) * s * s);
+            let mut kept = Vec::with_capacity(at.len() * s * s);
+            let mut next = at.iter().peekable();
             for t in 0..n {
                 let qt = &q[(t * hk + kh) * s..][..s];
                 let kt = &k[(t * hk + kh) * s..][..s];
@@ -124,7 +125,7 @@ pub(crate) fn mix(
                     let d = (vt[j] - decay_dot(row, decay, kt)) * beta;
                     out[t * s + j] = update_dot(row, kt, d, qt) * scale;
                 }
-                if t >= first_snap {
+                if next.next_if_eq(&&t).is_some() {
                     kept.extend_from_slice(m);
                 }
             }
@@ -138,9 +139,10 @@ pub(crate) fn mix(
         }
     }
     let window = (d.kernel - 1) * c;
-    let states = (first_snap..n)
+    let states = at
+        .iter()
         .enumerate()
-        .map(|(i, t)| LayerState {
+        .map(|(i, &t)| LayerState {
             conv: input[(t + 1) * c..][..window].to_vec(),
             ssm: per_head
                 .iter()

@@ -102,7 +102,7 @@ fn the_delta_rule_equals_its_definition_in_f64() {
         g: &g,
         beta: &beta,
     };
-    let (ours, _) = mix(&seq, &w, &mut st, &d, 0);
+    let (ours, _) = mix(&seq, &w, &mut st, &d, &[]);
     let want = reference(&mixed, &g, &beta, &w, &d);
     let worst = ours
         .iter()
@@ -124,7 +124,7 @@ fn a_sequence_in_chunks_gives_the_one_chunk_result_and_state() {
         g: &g,
         beta: &beta,
     };
-    let (one, _) = mix(&seq, &w, &mut whole, &d, 0);
+    let (one, _) = mix(&seq, &w, &mut whole, &d, &[]);
     let mut parts = fresh(&d);
     let mut out = Vec::new();
     for (a, b) in [(0, 1), (1, 2), (2, 7), (7, 11)] {
@@ -133,7 +133,7 @@ fn a_sequence_in_chunks_gives_the_one_chunk_result_and_state() {
             g: &g[a * hv..b * hv],
             beta: &beta[a * hv..b * hv],
         };
-        out.extend(mix(&seq, &w, &mut parts, &d, 0).0);
+        out.extend(mix(&seq, &w, &mut parts, &d, &[]).0);
     }
     assert_eq!(out, one, "outputs");
     assert_eq!(parts, whole, "state after the last token");
@@ -163,7 +163,7 @@ fn the_gated_norm_normalizes_each_head_and_gates_it() {
 }
 
 #[test]
-fn the_snapshots_are_the_states_after_each_of_the_last_tokens() {
+fn the_snapshots_are_the_states_after_the_tokens_asked() {
     let d = dims();
     let n = 7;
     let (mixed, g, beta, w) = inputs(n, 5, &d);
@@ -174,20 +174,22 @@ fn the_snapshots_are_the_states_after_each_of_the_last_tokens() {
         g: &g,
         beta: &beta,
     };
-    let (_, snaps) = mix(&seq, &w, &mut st, &d, 3);
-    assert_eq!(snaps.len(), 3);
+    // An early token (a prefix cache's block end) and the last three (rollback).
+    let at = [1, n - 3, n - 2, n - 1];
+    let (_, snaps) = mix(&seq, &w, &mut st, &d, &at);
+    assert_eq!(snaps.len(), at.len());
     assert_eq!(
-        snaps[2], st,
+        snaps[3], st,
         "the last snapshot is the state after the step"
     );
-    for (i, len) in (n - 3 + 1..=n).enumerate() {
+    for (i, len) in at.iter().map(|t| t + 1).enumerate() {
         let mut alone = fresh(&d);
         let seq = SeqMix {
             mixed: &mixed[..len * c],
             g: &g[..len * hv],
             beta: &beta[..len * hv],
         };
-        mix(&seq, &w, &mut alone, &d, 0);
+        mix(&seq, &w, &mut alone, &d, &[]);
         assert_eq!(snaps[i], alone, "the state after {len} tokens");
     }
 }

@@ -12,13 +12,15 @@
 //! - **Gated DeltaNet** (the others): one stacked projection gives the conv channels (q, k, v),
 //!   the output gate z, β and α; the sequence mixing ([`delta`]) runs per sequence on its conv
 //!   window and state matrices, kept in its [`KvCache`] beside the KV rows of the attention
-//!   layers; then the gated RMSNorm and `ssm_out`.
+//!   layers (long prefill runs in the chunked form, [`chunked`], decode and short runs token by
+//!   token); then the gated RMSNorm and `ssm_out`.
 //!
 //! CPU only: the recurrent layers and the attention work on host slices. Rolling a sequence back
 //! (speculative decoding) restores the state from the snapshots its cache keeps
 //! ([`super::recurrent`]); a cached prefix restores the copy of the state the prefix cache kept
 //! at a block end ([`super::prefix`]).
 
+mod chunked;
 mod cost;
 pub(crate) mod delta;
 mod mtp;

@@ -2,7 +2,9 @@
 //! prefill `oracle` checks: a prompt prefilled in several chunks (the conv window and state
 //! matrices carried between steps) and three sequences sharing every step (each with its own
 //! state) give llama.cpp's greedy ids and our one-sequence logits; the recurrent state after a
-//! chunked prefill equals the one-chunk state.
+//! chunked prefill equals the one-chunk state. A one-chunk prefill of 32 tokens or more runs the
+//! delta rule's chunked form, shorter chunks its recurrent form: the fixture's 34-token prompt
+//! checks both against llama.cpp.
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +56,31 @@ fn a_prompt_in_chunks_gives_llama_cpps_greedy_ids_and_the_one_chunk_logits() {
             let d = max_diff(a, b);
             assert!(d < TOL, "chunks of {chunk}: logits differ by {d}");
         }
+    }
+}
+
+/// A prompt longer than one 64-token chunk of the delta rule's chunked form (taken by a
+/// one-chunk prefill) against the recurrent form (taken by chunks of 7): the same greedy ids,
+/// logits within the bound.
+#[test]
+fn a_long_prompt_gives_the_same_logits_in_the_chunked_and_the_recurrent_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(&model(dir.path()), WeightDType::Q);
+    let ids = fixture().prompt_ids;
+    let prompt: Vec<u32> = ids.iter().cycle().take(3 * ids.len()).copied().collect();
+    assert!(prompt.len() > 64);
+    let n = 8;
+    let whole = solo(&loaded.model, &prompt, n);
+    let plan = Plan {
+        prompt,
+        start: 0,
+        chunk: 7,
+    };
+    let by_7 = batched(&loaded.model, &[plan], n).pop().unwrap();
+    assert_eq!(by_7.tokens, whole.tokens);
+    for (a, b) in by_7.logits.iter().zip(&whole.logits) {
+        let d = max_diff(a, b);
+        assert!(d < TOL, "logits differ by {d}");
     }
 }
 

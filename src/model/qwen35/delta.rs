@@ -5,11 +5,15 @@
 //! `S ← e^g·S; S ← S + β·(v − S k) kᵀ; o = S q / √state`, and the output's RMSNorm gated by
 //! `silu(z)`. Each sequence carries its conv window and state matrices between steps
 //! ([`super::super::recurrent::LayerState`]), so a prompt split into chunks gives the result of
-//! one chunk.
+//! one chunk. Long runs of a prefill take the chunked form instead ([`super::chunked`]), which
+//! computes the same per 64-token chunk with matrix products.
+
+use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::super::recurrent::LayerState;
+use super::chunked::Heads;
 
 /// The shape of one Gated DeltaNet layer.
 #[derive(Debug, Clone, Copy)]
@@ -56,16 +60,22 @@ pub(crate) fn conv_silu(
     let mut input = Vec::with_capacity((k - 1 + n) * c);
     input.extend_from_slice(window);
     input.extend_from_slice(x);
-    let mut out = vec![0f32; n * c];
-    for t in 0..n {
-        for ch in 0..c {
-            let taps = &w[ch * k..][..k];
-            let mut sum = 0f32;
-            for (i, tap) in taps.iter().enumerate() {
-                sum += input[(t + i) * c + ch] * tap;
-            }
-            out[t * c + ch] = sum / (1.0 + (-sum).exp());
+    // Taps by position, `[kernel, channels]`, so the inner loop runs along the channels.
+    let mut taps = vec![0f32; k * c];
+    for (ch, row) in w.chunks_exact(k).enumerate() {
+        for (i, tap) in row.iter().enumerate() {
+            taps[i * c + ch] = *tap;
         }
+    }
+    let mut out = vec![0f32; n * c];
+    for (t, row) in out.chunks_exact_mut(c).enumerate() {
+        for (i, tap) in taps.chunks_exact(c).enumerate() {
+            let x = &input[(t + i) * c..][..c];
+            for ((o, x), w) in row.iter_mut().zip(x).zip(tap) {
+                *o += x * w;
+            }
+        }
+        row.iter_mut().for_each(|y| *y /= 1.0 + (-*y).exp());
     }
     window.copy_from_slice(&input[n * c..]);
     (out, input)
@@ -80,9 +90,15 @@ fn l2_normalize(x: &mut [f32], eps: f32) {
     x.iter_mut().for_each(|v| *v *= scale);
 }
 
+/// Tokens from which a run of the delta rule takes the chunked form (shorter runs, decode and
+/// verify steps, take the recurrent form).
+const CHUNKED_FROM: usize = 32;
+
 /// The layer's mixing for one sequence: conv, L2 norms, the delta rule per value head,
 /// returning the attention output `[n, v_heads · state]` before the gated norm and the states
 /// after each token of `at` (indices into the `n` tokens, ascending), and advancing `st`.
+/// Runs of at least [`CHUNKED_FROM`] tokens between the tokens of `at` take the chunked form
+/// ([`super::chunked`]), the rest the recurrent form.
 pub(crate) fn mix(
     seq: &SeqMix,
     conv_w: &[f32],
@@ -102,55 +118,110 @@ pub(crate) fn mix(
     }
     q.chunks_exact_mut(s).for_each(|h| l2_normalize(h, d.eps));
     k.chunks_exact_mut(s).for_each(|h| l2_normalize(h, d.eps));
-    let scale = 1.0 / (s as f32).sqrt();
+    let x = Heads {
+        q: &q,
+        k: &k,
+        conv: &conv,
+        g: seq.g,
+        beta: seq.beta,
+    };
     let at: Vec<usize> = at.iter().copied().filter(|&t| t < n).collect();
-    let per_head: Vec<(Vec<f32>, Vec<f32>)> = st
-        .ssm
-        .par_chunks_mut(s * s)
-        .enumerate()
-        .map(|(h, m)| {
-            let kh = h % hk;
-            let mut out = vec![0f32; n * s];
-            let mut kept = Vec::with_capacity(at.len() * s * s);
-            let mut next = at.iter().peekable();
-            for t in 0..n {
-                let qt = &q[(t * hk + kh) * s..][..s];
-                let kt = &k[(t * hk + kh) * s..][..s];
-                let vt = &conv[t * c + 2 * hk * s + h * s..][..s];
-                let decay = seq.g[t * hv + h].exp();
-                let beta = seq.beta[t * hv + h];
-                // Row j of the state is value dimension j: each row is decayed, read against
-                // k, written by its own delta and read against q while it sits in L1.
-                for (j, row) in m.chunks_exact_mut(s).enumerate() {
-                    let d = (vt[j] - decay_dot(row, decay, kt)) * beta;
-                    out[t * s + j] = update_dot(row, kt, d, qt) * scale;
-                }
-                if next.next_if_eq(&&t).is_some() {
-                    kept.extend_from_slice(m);
-                }
-            }
-            (out, kept)
-        })
-        .collect();
     let mut out = vec![0f32; n * hv * s];
-    for (h, (o, _)) in per_head.iter().enumerate() {
-        for t in 0..n {
-            out[(t * hv + h) * s..][..s].copy_from_slice(&o[t * s..][..s]);
+    let mut kept = Vec::with_capacity(at.len());
+    for (range, chunked) in runs(n, &at) {
+        let snaps: Vec<usize> = at.iter().copied().filter(|t| range.contains(t)).collect();
+        if chunked {
+            super::chunked::run(&x, d, range, &mut st.ssm, &mut out);
+            kept.extend(snaps.iter().map(|_| st.ssm.clone()));
+        } else {
+            kept.extend(recurrent(&x, d, range, &snaps, &mut st.ssm, &mut out));
         }
     }
     let window = (d.kernel - 1) * c;
     let states = at
         .iter()
-        .enumerate()
-        .map(|(i, &t)| LayerState {
+        .zip(kept)
+        .map(|(&t, ssm)| LayerState {
             conv: input[(t + 1) * c..][..window].to_vec(),
-            ssm: per_head
-                .iter()
-                .flat_map(|(_, kept)| kept[i * s * s..][..s * s].iter().copied())
-                .collect(),
+            ssm,
         })
         .collect();
     (out, states)
+}
+
+/// Splits `n` tokens into runs, each true when it takes the chunked form: every token of `at`
+/// ends a run (its state is kept); a stretch of at least [`CHUNKED_FROM`] tokens between them
+/// is chunked, consecutive shorter ones make one recurrent run.
+fn runs(n: usize, at: &[usize]) -> Vec<(Range<usize>, bool)> {
+    let mut ends: Vec<usize> = at.iter().map(|t| t + 1).collect();
+    ends.push(n);
+    ends.dedup();
+    let mut out: Vec<(Range<usize>, bool)> = Vec::new();
+    let mut from = 0;
+    for end in ends.into_iter().filter(|&e| e > 0) {
+        let chunked = end - from >= CHUNKED_FROM;
+        match out.last_mut() {
+            Some((r, false)) if !chunked => r.end = end,
+            _ => out.push((from..end, chunked)),
+        }
+        from = end;
+    }
+    out
+}
+
+/// The delta rule token by token over `range`, advancing `ssm` and writing the outputs into
+/// `out`; returns the state after each token of `snaps` (ascending, inside `range`).
+fn recurrent(
+    x: &Heads,
+    d: &DeltaDims,
+    range: Range<usize>,
+    snaps: &[usize],
+    ssm: &mut [f32],
+    out: &mut [f32],
+) -> Vec<Vec<f32>> {
+    let (c, s, hk, hv) = (d.channels(), d.state, d.k_heads, d.v_heads);
+    let scale = 1.0 / (s as f32).sqrt();
+    let len = range.len();
+    let per_head: Vec<(Vec<f32>, Vec<f32>)> = ssm
+        .par_chunks_mut(s * s)
+        .enumerate()
+        .map(|(h, m)| {
+            let kh = h % hk;
+            let mut o = vec![0f32; len * s];
+            let mut kept = Vec::with_capacity(snaps.len() * s * s);
+            let mut next = snaps.iter().peekable();
+            for (i, t) in range.clone().enumerate() {
+                let qt = &x.q[(t * hk + kh) * s..][..s];
+                let kt = &x.k[(t * hk + kh) * s..][..s];
+                let vt = &x.conv[t * c + 2 * hk * s + h * s..][..s];
+                let decay = x.g[t * hv + h].exp();
+                let beta = x.beta[t * hv + h];
+                // Row j of the state is value dimension j: each row is decayed, read against
+                // k, written by its own delta and read against q while it sits in L1.
+                for (j, row) in m.chunks_exact_mut(s).enumerate() {
+                    let d = (vt[j] - decay_dot(row, decay, kt)) * beta;
+                    o[i * s + j] = update_dot(row, kt, d, qt) * scale;
+                }
+                if next.next_if_eq(&&t).is_some() {
+                    kept.extend_from_slice(m);
+                }
+            }
+            (o, kept)
+        })
+        .collect();
+    for (h, (o, _)) in per_head.iter().enumerate() {
+        for (i, t) in range.clone().enumerate() {
+            out[(t * hv + h) * s..][..s].copy_from_slice(&o[i * s..][..s]);
+        }
+    }
+    (0..snaps.len())
+        .map(|i| {
+            per_head
+                .iter()
+                .flat_map(|(_, kept)| kept[i * s * s..][..s * s].iter().copied())
+                .collect()
+        })
+        .collect()
 }
 
 /// Lanes of the row kernels' accumulators (one AVX register of f32; the compiler vectorizes

@@ -193,3 +193,141 @@ fn the_snapshots_are_the_states_after_the_tokens_asked() {
         assert_eq!(snaps[i], alone, "the state after {len} tokens");
     }
 }
+
+fn worst(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max)
+}
+
+#[test]
+fn runs_end_at_every_snapshot_and_chunk_only_long_stretches() {
+    assert_eq!(runs(20, &[]), [(0..20, false)]);
+    assert_eq!(runs(200, &[]), [(0..200, true)]);
+    // A prefix cache's block end at 64, then rollback snapshots after the last three tokens.
+    assert_eq!(
+        runs(200, &[63, 196, 197, 198, 199]),
+        [(0..64, true), (64..197, true), (197..200, false)]
+    );
+    // Short stretches between snapshots merge into one recurrent run.
+    assert_eq!(runs(40, &[3, 9, 20]), [(0..40, false)]);
+    assert_eq!(runs(5, &[4]), [(0..5, false)]);
+}
+
+#[test]
+fn the_chunked_form_equals_the_definition_and_the_recurrent_form() {
+    // Odd sizes: a state of 7, 3 key heads under 6 value heads; 150 tokens = two whole chunks
+    // and a part.
+    let d = DeltaDims {
+        k_heads: 3,
+        v_heads: 6,
+        state: 7,
+        kernel: 4,
+        eps: 1e-6,
+    };
+    let n = 150;
+    let (mixed, g, beta, w) = inputs(n, 8, &d);
+    let (c, hv) = (d.channels(), d.v_heads);
+    let seq = SeqMix {
+        mixed: &mixed,
+        g: &g,
+        beta: &beta,
+    };
+    let mut st = fresh(&d);
+    let (ours, _) = mix(&seq, &w, &mut st, &d, &[]);
+    let want = reference(&mixed, &g, &beta, &w, &d);
+    let diff = ours
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (f64::from(*a) - b).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        diff < 2e-5,
+        "chunked against f64: largest difference {diff}"
+    );
+    // The recurrent form, one token at a time, ends in the same state.
+    let mut by_token = fresh(&d);
+    let mut out = Vec::new();
+    for t in 0..n {
+        let one = SeqMix {
+            mixed: &mixed[t * c..(t + 1) * c],
+            g: &g[t * hv..(t + 1) * hv],
+            beta: &beta[t * hv..(t + 1) * hv],
+        };
+        out.extend(mix(&one, &w, &mut by_token, &d, &[]).0);
+    }
+    assert!(worst(&out, &ours) < 2e-5, "outputs {}", worst(&out, &ours));
+    assert!(
+        worst(&st.ssm, &by_token.ssm) < 2e-5,
+        "state {}",
+        worst(&st.ssm, &by_token.ssm)
+    );
+    assert_eq!(
+        st.conv, by_token.conv,
+        "the conv window does not depend on the form"
+    );
+}
+
+#[test]
+fn chunked_runs_keep_the_states_asked_for() {
+    let d = dims();
+    let n = 130;
+    let (mixed, g, beta, w) = inputs(n, 9, &d);
+    let (c, hv) = (d.channels(), d.v_heads);
+    let seq = SeqMix {
+        mixed: &mixed,
+        g: &g,
+        beta: &beta,
+    };
+    let at = [47, 95, 127, 128, 129];
+    let mut st = fresh(&d);
+    let (_, snaps) = mix(&seq, &w, &mut st, &d, &at);
+    assert_eq!(snaps.len(), at.len());
+    for (snap, t) in snaps.iter().zip(at) {
+        let len = t + 1;
+        let mut alone = fresh(&d);
+        let seq = SeqMix {
+            mixed: &mixed[..len * c],
+            g: &g[..len * hv],
+            beta: &beta[..len * hv],
+        };
+        mix(&seq, &w, &mut alone, &d, &[]);
+        assert_eq!(snap.conv, alone.conv, "conv window after {len} tokens");
+        let diff = worst(&snap.ssm, &alone.ssm);
+        assert!(diff < 2e-5, "state after {len} tokens: {diff}");
+    }
+}
+
+/// Times the two forms on Qwen3.5-0.8B's shape (`cargo test --release -- --ignored
+/// time_the_forms --nocapture`): a benchmark aid, not a test.
+#[test]
+#[ignore = "prints timings"]
+fn time_the_forms() {
+    let d = DeltaDims {
+        k_heads: 16,
+        v_heads: 16,
+        state: 128,
+        kernel: 4,
+        eps: 1e-6,
+    };
+    for n in [64, 256, 256, 256] {
+        let (mixed, g, beta, w) = inputs(n, 1, &d);
+        let seq = SeqMix {
+            mixed: &mixed,
+            g: &g,
+            beta: &beta,
+        };
+        let mut st = fresh(&d);
+        let t0 = std::time::Instant::now();
+        mix(&seq, &w, &mut st, &d, &[]);
+        let whole = t0.elapsed();
+        // Every token kept forces the recurrent form.
+        let all: Vec<usize> = (0..n).collect();
+        let mut st = fresh(&d);
+        let t0 = std::time::Instant::now();
+        mix(&seq, &w, &mut st, &d, &all);
+        let by_token = t0.elapsed();
+        println!("n {n}: default {whole:?}, recurrent {by_token:?}");
+    }
+}

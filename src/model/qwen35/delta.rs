@@ -194,7 +194,7 @@ fn recurrent(
                 let qt = &x.q[(t * hk + kh) * s..][..s];
                 let kt = &x.k[(t * hk + kh) * s..][..s];
                 let vt = &x.conv[t * c + 2 * hk * s + h * s..][..s];
-                let decay = x.g[t * hv + h].exp();
+                let decay = super::chunked::decay(x.g[t * hv + h]);
                 let beta = x.beta[t * hv + h];
                 // Row j of the state is value dimension j: each row is decayed, read against
                 // k, written by its own delta and read against q while it sits in L1.

@@ -15,15 +15,17 @@
 //! matrix once plus the KV rows attended to). `--json FILE` writes every case's samples
 //! (`tools/vs-llamacpp` reads it).
 //!
+//! `--repack auto|on|off` loads our model with that setting (the stock column is unaffected).
+//!
 //! `cargo bench --bench engine [-- --rounds N --decode N --threads N --model NAME|FILE
-//! --depth N --json FILE]`
+//! --depth N --json FILE --repack auto|on|off]`
 
 use std::time::Instant;
 
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
-use tokfire::config::{DeviceSpec, ModelConfig, WeightDType};
+use tokfire::config::{DeviceSpec, ModelConfig, Repack, WeightDType};
 use tokfire::engine::sampler::argmax;
 use tokfire::measure::stats;
 use tokfire::model::family::Model;
@@ -42,6 +44,7 @@ struct Args {
     model: Option<String>,
     depth: usize,
     json: Option<String>,
+    repack: Repack,
 }
 
 fn args() -> Args {
@@ -52,6 +55,7 @@ fn args() -> Args {
         model: None,
         depth: 0,
         json: None,
+        repack: Repack::Auto,
     };
     let argv: Vec<String> = std::env::args().collect();
     for w in argv.windows(2) {
@@ -62,6 +66,9 @@ fn args() -> Args {
             "--model" => a.model = Some(w[1].clone()),
             "--depth" => a.depth = w[1].parse().expect("--depth N"),
             "--json" => a.json = Some(w[1].clone()),
+            "--repack" => {
+                a.repack = clap::ValueEnum::from_str(&w[1], false).expect("--repack auto|on|off")
+            }
             _ => {}
         }
     }
@@ -243,6 +250,7 @@ fn main() {
         device: DeviceSpec::Cpu,
         chat_template: None,
         load: Default::default(),
+        repack: a.repack,
     };
     let ours = tokfire::model::load(&cfg, tokfire::model::Kernels::Ours).unwrap();
     let mut stock = ours.model.as_llama().is_some().then(|| stock_model(&path));
@@ -277,7 +285,8 @@ fn main() {
             o[5].push(512.0 / ours_prefill_at(&ours.model, deep, after));
         }
     }
-    println!("engine benchmark: {} | {} | {} rounds, median (min–max) tok/s | decode {} tokens after a 16-token prompt", path.display(), tokfire::kernels::describe(), a.rounds, a.decode);
+    let repacked = ours.split.as_ref().map_or(0, |s| s.repacked_bytes);
+    println!("engine benchmark: {} | {}, repack {} ({:.1} MB repacked) | {} rounds, median (min–max) tok/s | decode {} tokens after a 16-token prompt", path.display(), tokfire::kernels::describe(), a.repack, repacked as f64 / 1e6, a.rounds, a.decode);
     println!("| case | ours | stock quantized_llama | ours ÷ stock |");
     println!("|---|---|---|---|");
     let stock_col = |i: usize| stock.is_some().then_some(s[i].as_slice());
@@ -329,6 +338,7 @@ fn main() {
         }
         let doc = serde_json::json!({
             "model": path, "kernels": tokfire::kernels::describe(), "depth": a.depth,
+            "repack": a.repack.to_string(), "repacked_bytes": repacked,
             "decode_tokens": a.decode, "tok_s": out, "stream_read_bytes_s": stream,
             "decode_bytes_per_token": per_token,
         });

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 pub mod vary;
 
 use crate::config::run::Format;
-use crate::config::{LoadMode, SamplingConfig, WeightDType};
+use crate::config::{LoadMode, Repack, SamplingConfig, WeightDType};
 
 /// Name of the model used when `--model` is not given.
 pub(crate) const DEFAULT_MODEL: &str = env!("TOKFIRE_DEFAULT_MODEL");
@@ -192,6 +192,12 @@ pub struct ModelArgs {
     /// reads every tensor into memory.
     #[arg(long, value_enum, default_value_t = LoadMode::Mmap)]
     pub load: LoadMode,
+    /// Quantized matrices our CPU kernels run (Q4_0, Q4_1, Q8_0) repacked into 8-row tiles at
+    /// load: faster prefill and decode, each result the scalar reference's bits, at the cost
+    /// of the load's repack time and of owning the bytes (not borrowing the mapped file).
+    /// auto repacks where our kernels run; on also refuses candle's kernels and GPUs.
+    #[arg(long, value_enum, default_value_t = Repack::Auto)]
+    pub repack: Repack,
 }
 
 /// How the CPU computes.
@@ -654,6 +660,9 @@ pub struct SessionArgs {
     /// GGUF weights: mmap (borrow the mapped file) or copy.
     #[arg(long, value_enum, default_value_t = LoadMode::Mmap)]
     pub load: LoadMode,
+    /// Quantized matrices repacked into 8-row tiles at load (as for run).
+    #[arg(long, value_enum, default_value_t = Repack::Auto)]
+    pub repack: Repack,
     /// Prefix cache: on lets each request copy the KV rows of the longest prefix cached from
     /// earlier requests to the same loaded model (a chat turn finds the conversation so far)
     /// and prefill only the rest; a model swap starts it empty. Its budget is run's default

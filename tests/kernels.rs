@@ -189,6 +189,70 @@ fn each_row_is_bit_identical_whatever_shares_the_call() {
     }
 }
 
+/// The block types with tile kernels over repacked weights.
+const TILED: [QType; 3] = [QType::Q4_0, QType::Q4_1, QType::Q8_0];
+
+/// [`scalar::dot_row_fused`] of every row of `w` against every row of `x`.
+fn fused_reference(w: &QMatrix, x: &[f32], t: usize) -> Vec<f32> {
+    let (n, k, q) = (w.n(), w.k(), w.qtype());
+    let mut acts = Acts::default();
+    acts.quantize(q.act_type(), x, t, k);
+    let mut out = vec![0.0; t * n];
+    for c in 0..n {
+        for r in 0..t {
+            out[r * n + c] = scalar::dot_row_fused(q, &w.row(c), &acts, r);
+        }
+    }
+    out
+}
+
+#[test]
+fn repacked_weights_give_their_references_bits_at_every_level() {
+    let mut rng = StdRng::seed_from_u64(7);
+    for q in TILED {
+        for (n, k) in [(8, 32), (24, 96), (40, 576), (16, 1536)] {
+            let w = random_matrix(q, n, k, &mut rng, random_scales);
+            let tiles = w.repacked().expect("whole tiles of a tiled type repack");
+            assert!(tiles.is_repacked() && !w.is_repacked());
+            for c in 0..n {
+                assert_eq!(tiles.row(c), w.row(c), "{q:?} n={n} k={k}: row {c} rebuilt");
+            }
+            for t in [1, 2, 3, 4, 5, 8, 13, 17] {
+                let x = random_x(t, k, &mut rng);
+                let want = fused_reference(&w, &x, t);
+                let (rows, mag) = reference(&w, &x, t);
+                for level in levels() {
+                    let got = run(level, &tiles, &x, t);
+                    assert!(
+                        got.iter()
+                            .zip(&want)
+                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{q:?} {level} n={n} k={k} t={t}: repacked differs from its reference"
+                    );
+                    for i in 0..t * n {
+                        let err = (got[i] - rows[i]).abs();
+                        assert!(err <= TOL * mag[i] + 1e-6, "{q:?} {level} elem {i}: {err}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn only_whole_tiles_of_tiled_types_repack() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let odd = random_matrix(QType::Q8_0, 12, 64, &mut rng, random_scales);
+    assert!(
+        odd.repacked().is_none(),
+        "12 rows are not whole 8-row tiles"
+    );
+    let k_quant = random_matrix(QType::Q4K, 16, 256, &mut rng, random_scales);
+    assert!(k_quant.repacked().is_none(), "Q4_K has no tile kernel");
+    let q5 = random_matrix(QType::Q5_0, 16, 64, &mut rng, random_scales);
+    assert!(q5.repacked().is_none(), "Q5_0 has no tile kernel");
+}
+
 #[test]
 fn quantized_activations_round_trip_within_half_a_step() {
     let mut rng = StdRng::seed_from_u64(7);
@@ -279,5 +343,41 @@ fn scalar_reference_equals_dequantized_weights_times_dequantized_activations() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn the_default_model_repacked_gives_the_same_bits_at_every_level_and_the_same_ids() {
+    let path = common::default_model_path();
+    let mut cfg = common::model_config(&path, tokfire::config::WeightDType::Q);
+    cfg.repack = tokfire::config::Repack::Off;
+    let rows = tokfire::model::load(&cfg, tokfire::model::Kernels::Ours).unwrap();
+    cfg.repack = tokfire::config::Repack::On;
+    let tiles = tokfire::model::load(&cfg, tokfire::model::Kernels::Ours).unwrap();
+    let split = tiles.split.as_ref().unwrap();
+    assert!(
+        split.repacked_bytes > 0 && split.repack_s > 0.0,
+        "{split:?}"
+    );
+    let prompt = rows.tokenizer.encode("The capital of France is").unwrap();
+    let scalar = Runtime::new(2, Level::Scalar).unwrap();
+    let want = scalar.install(|| common::solo(&tiles.model, &prompt, PARIS.len()));
+    assert_eq!(want.tokens, PARIS, "repacked, scalar level, vs llama.cpp");
+    for level in levels() {
+        let rt = Runtime::new(2, level).unwrap();
+        let got = rt.install(|| common::solo(&tiles.model, &prompt, PARIS.len()));
+        assert_eq!(got.tokens, want.tokens, "{level}");
+        for (step, (a, b)) in got.logits.iter().zip(&want.logits).enumerate() {
+            let same = a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(
+                same,
+                "{level}: step {step}: repacked logits differ from the scalar level's"
+            );
+        }
+        let plain = rt.install(|| common::solo(&rows.model, &prompt, PARIS.len()));
+        assert_eq!(
+            plain.tokens, got.tokens,
+            "{level}: repacked and row layouts' greedy ids"
+        );
     }
 }

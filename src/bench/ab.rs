@@ -47,6 +47,10 @@ const DRIFT: &[(&str, &str)] = &[
         "SIMD levels may round the last bit differently",
     ),
     (
+        "model.repack",
+        "repacked tiles round each block as the scalar reference does, row layouts as SIMD lanes do",
+    ),
+    (
         "max_tokens",
         "a different cap cuts answers at a different length",
     ),
@@ -72,7 +76,7 @@ pub fn reload(a: &RunConfig, b: &RunConfig) -> bool {
 /// `ab --help` after the keys: metrics, the verdict's rules, examples.
 pub fn help() -> String {
     format!(
-        "Metrics (--expect), each the median over measured rounds of the round's own figure (so not\nthe run sheet's median over all tasks): decode (1 / the round's median TPOT, tok/s), prefill\n(prompt tok/s), ttft and completion (the round's medians), load (a warm load of the arm's model\nbefore each round), memory (peak RSS per round), aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary schedule=fifo,decode-first --format json --exit-code   # CI: 1 unless keep\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary kernels=auto,candle --expect decode         # our kernels vs candle's\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n  tokfire ab --vary prefix-cache=off,on --workload shared-prefix --expect ttft\n",
+        "Metrics (--expect), each the median over measured rounds of the round's own figure (so not\nthe run sheet's median over all tasks): decode (1 / the round's median TPOT, tok/s), prefill\n(prompt tok/s), ttft and completion (the round's medians), load (a warm load of the arm's model\nbefore each round), memory (peak RSS per round), aggregate (tok/s over the round)\n\n{}\n\nExamples:\n  tokfire ab --vary threads=1,2 --expect decode\n  tokfire ab --vary prefill-chunk=256,32 --expect ttft --jobs 3\n  tokfire ab --aa                                   # the noise check: must not claim a win\n  tokfire ab --vary schedule=fifo,decode-first --format json --exit-code   # CI: 1 unless keep\n  tokfire ab --vary kernels=avx2,avx512-vnni --until-decided 10\n  tokfire ab --vary kernels=auto,candle --expect decode         # our kernels vs candle's\n  tokfire ab --vary load=copy,mmap --expect load\n  tokfire ab --vary repack=off,on --expect prefill\n  tokfire ab --vary spec=none,lookup --workload code --expect decode\n  tokfire ab --vary prefix-cache=off,on --workload shared-prefix --expect ttft\n",
         VERDICT_HELP
     )
 }

@@ -65,6 +65,7 @@ pub(crate) fn model_config(args: &ModelArgs) -> Result<ModelConfig, ConfigError>
     cfg.device.check_built()?;
     cfg.chat_template = args.chat_template.clone();
     cfg.load = args.load;
+    cfg.repack = args.repack;
     Ok(cfg)
 }
 
@@ -83,6 +84,7 @@ pub(crate) fn base_config(model: &str, cache_dir: Option<std::path::PathBuf>) ->
         device: DeviceSpec::Cpu,
         chat_template: None,
         load: Default::default(),
+        repack: Default::default(),
     }
 }
 

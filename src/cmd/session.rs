@@ -91,6 +91,7 @@ fn plan(args: &SessionArgs) -> anyhow::Result<SessionPlan> {
     model.device = DeviceSpec::parse(&args.device)?;
     model.device.check_built()?;
     model.load = args.load;
+    model.repack = args.repack;
     // Every model the script loads is found (or fetched) before the first step runs.
     for step in &s.steps {
         if let StepKind::Load { model: name, .. } = &step.kind {

@@ -242,6 +242,10 @@ pub struct ModelConfig {
     /// How a GGUF's weight bytes are brought in (records without it loaded by copying).
     #[serde(default = "LoadMode::recorded_default")]
     pub load: LoadMode,
+    /// Whether our kernels' quantized matrices are repacked into 8-row tiles at load (records
+    /// without it ran GGUF rows).
+    #[serde(default = "Repack::recorded_default")]
+    pub repack: Repack,
 }
 
 /// The default cache for manifest models: `~/.cache/tokfire/models`.
@@ -323,6 +327,54 @@ impl LoadMode {
     /// What a record written before this setting existed used.
     fn recorded_default() -> Self {
         Self::Copy
+    }
+}
+
+/// Whether quantized matrices are repacked into row-interleaved tiles at load
+/// ([`crate::kernels::QMatrix::repacked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Repack {
+    /// Repack every matrix our CPU kernels run whose block type has a tile kernel; nothing
+    /// under candle's kernels or on a GPU.
+    #[default]
+    Auto,
+    /// As auto, and refuse a run where our CPU kernels do not run the model.
+    On,
+    /// Keep every matrix in the file's row layout.
+    Off,
+}
+
+impl Repack {
+    /// What a record written before this setting existed used.
+    fn recorded_default() -> Self {
+        Self::Off
+    }
+
+    /// Whether to repack when our kernels run the model (`ours`); `on` without them is an
+    /// error naming the flag.
+    pub(crate) fn wanted(self, ours: bool) -> Result<bool, ConfigError> {
+        match (self, ours) {
+            (Self::Off, _) => Ok(false),
+            (_, true) => Ok(true),
+            (Self::Auto, false) => Ok(false),
+            (Self::On, false) => Err(ConfigError::flag(
+                "--repack",
+                "on",
+                "tiles are for our CPU kernels; candle's (--kernels candle, a GPU) keep the \
+                 file's layout: use auto or off",
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Repack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::On => "on",
+            Self::Off => "off",
+        })
     }
 }
 

@@ -11,6 +11,7 @@ use super::kquants;
 use super::matmul::OutPtr;
 use super::quantize::Acts;
 use super::simd::{self, Ctx, IDot, Tile};
+use super::tiles8;
 
 struct Maddubs;
 
@@ -44,6 +45,29 @@ pub(crate) fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize
             QType::Q5_0 => run::<simd::Offset<simd::Q5_0>>(&ctx, cols),
             QType::Q4K => run::<kquants::Q4K>(&ctx, cols),
             QType::Q6K => run::<kquants::Q6K>(&ctx, cols),
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tiles<K: tiles8::Kind>(w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+    tiles8::run::<K, Maddubs, 4>(w, acts, cols, out)
+}
+
+/// Columns `cols` of `out = acts · Wᵀ` for repacked weights `w` ([`super::repack`]).
+pub(crate) fn tiles_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+    assert!(
+        super::has_avx2(),
+        "AVX2 kernel on a CPU without AVX2; this is a bug"
+    );
+    // SAFETY: the CPU has the features (asserted); `tiles8::run` checks that `w` holds every
+    // tile of `cols`; `acts` holds `rows` rows of `blocks` blocks; `out` is `[rows, n]`.
+    unsafe {
+        match qtype {
+            QType::Q4_0 => tiles::<tiles8::Q4_0>(w, acts, cols, out),
+            QType::Q4_1 => tiles::<tiles8::Q4_1>(w, acts, cols, out),
+            QType::Q8_0 => tiles::<tiles8::Q8_0>(w, acts, cols, out),
+            _ => unreachable!("no tile kernel for {qtype:?}; repack::supports is the gate"),
         }
     }
 }

@@ -9,6 +9,7 @@ use super::blocks::QType;
 use super::matmul::OutPtr;
 use super::quantize::Acts;
 use super::simd::{self, Ctx, IDot, Tile};
+use super::tiles8;
 
 struct Dpbusd;
 
@@ -39,6 +40,28 @@ pub(crate) fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize
             QType::Q4_0 => run::<simd::Offset<simd::Q4_0>>(&ctx, cols),
             QType::Q5_0 => run::<simd::Offset<simd::Q5_0>>(&ctx, cols),
             QType::Q4K | QType::Q6K => super::avx2::matmul_cols(qtype, w, acts, cols, out),
+        }
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn tiles<K: tiles8::Kind>(w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+    tiles8::run::<K, Dpbusd, 4>(w, acts, cols, out)
+}
+
+/// Columns `cols` of `out = acts · Wᵀ` for repacked weights `w` ([`super::repack`]).
+pub(crate) fn tiles_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+    assert!(
+        super::has_avx512_vnni(),
+        "VNNI kernel on a CPU without it; this is a bug"
+    );
+    // SAFETY: as in `avx2::tiles_cols`, with the VNNI features asserted.
+    unsafe {
+        match qtype {
+            QType::Q4_0 => tiles::<tiles8::Q4_0>(w, acts, cols, out),
+            QType::Q4_1 => tiles::<tiles8::Q4_1>(w, acts, cols, out),
+            QType::Q8_0 => tiles::<tiles8::Q8_0>(w, acts, cols, out),
+            _ => unreachable!("no tile kernel for {qtype:?}; repack::supports is the gate"),
         }
     }
 }

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::blocks::QType;
 use super::quantize::Acts;
-use super::{pool, scalar, Level, QMatrix};
+use super::{pool, repack, scalar, Level, QMatrix};
 
 /// Below this many multiply-adds (T × n × k) a matmul runs on the calling thread only.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
@@ -110,7 +110,10 @@ fn run_parts(lvl: Level, w: &QMatrix, acts: &Acts, cols: Range<usize>, out: OutP
         if a < b {
             let shifted = out.shifted(p.first_row);
             let local = a - p.first_row..b - p.first_row;
-            run_cols(lvl, w.qtype(), p.bytes(), acts, local, shifted);
+            match p.interleaved {
+                true => repack::matmul_cols(lvl, w.qtype(), p.bytes(), acts, local, shifted),
+                false => run_cols(lvl, w.qtype(), p.bytes(), acts, local, shifted),
+            }
         }
     }
 }

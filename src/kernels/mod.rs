@@ -19,6 +19,7 @@ pub mod blocks;
 pub mod matmul;
 pub(crate) mod pool;
 pub mod quantize;
+pub(crate) mod repack;
 pub mod runtime;
 pub mod scalar;
 
@@ -30,7 +31,10 @@ mod avx512;
 mod kquants;
 #[cfg(target_arch = "x86_64")]
 mod simd;
+#[cfg(target_arch = "x86_64")]
+mod tiles8;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
@@ -183,6 +187,8 @@ pub(crate) struct Part {
     pub first_row: usize,
     pub rows: usize,
     bytes: Bytes,
+    /// The rows are repacked into 8-row tiles ([`repack`]), not GGUF rows.
+    pub interleaved: bool,
 }
 
 impl Part {
@@ -224,6 +230,7 @@ impl QMatrix {
                 first_row: 0,
                 rows: n,
                 bytes,
+                interleaved: false,
             }],
         })
     }
@@ -252,16 +259,55 @@ impl QMatrix {
         );
         self.parts[0].bytes()
     }
-    /// The block bytes of row `r < n`.
-    pub fn row(&self, r: usize) -> &[u8] {
+    /// The GGUF block bytes of row `r < n` (rebuilt from the tiles of a repacked part).
+    pub fn row(&self, r: usize) -> Cow<'_, [u8]> {
         let p = self
             .parts
             .iter()
             .find(|p| (p.first_row..p.first_row + p.rows).contains(&r))
             .expect("row index below n; this is a bug");
-        let rb = self.row_bytes();
-        let i = r - p.first_row;
-        &p.bytes()[i * rb..(i + 1) * rb]
+        repack::gguf_row(
+            self.qtype,
+            p.bytes(),
+            p.rows,
+            p.interleaved,
+            r - p.first_row,
+        )
+    }
+
+    /// This matrix with every part that has a tile kernel repacked into 8-row tiles (owned
+    /// bytes); parts without one are kept as they are. `None` when no part changes.
+    pub fn repacked(&self) -> Option<QMatrix> {
+        let mut changed = false;
+        let parts = self
+            .parts
+            .iter()
+            .map(|p| match p.interleaved {
+                true => p.clone(),
+                false => match repack::interleave(self.qtype, p.bytes(), p.rows) {
+                    Some(tiles) => {
+                        changed = true;
+                        Part {
+                            bytes: Bytes::Owned(tiles),
+                            interleaved: true,
+                            ..p.clone()
+                        }
+                    }
+                    None => p.clone(),
+                },
+            })
+            .collect();
+        changed.then(|| QMatrix { parts, ..*self })
+    }
+
+    /// Whether any part is repacked.
+    pub fn is_repacked(&self) -> bool {
+        self.parts.iter().any(|p| p.interleaved)
+    }
+
+    /// Bytes of the block data (all parts).
+    pub fn byte_len(&self) -> usize {
+        self.n * self.row_bytes()
     }
     /// The parts, first row ascending.
     pub(crate) fn parts(&self) -> &[Part] {
@@ -284,8 +330,7 @@ impl QMatrix {
             for p in &m.parts {
                 stacked.push(Part {
                     first_row: n + p.first_row,
-                    rows: p.rows,
-                    bytes: p.bytes.clone(),
+                    ..p.clone()
                 });
             }
             n += m.n;

@@ -28,6 +28,9 @@ pub struct Acts {
     /// Q8_0 only: per block and per group of 4 values, `sum(q)` (8 per block), for kernels
     /// that dot unsigned weights and subtract their offset. `rows * blocks * 8`.
     pub sum4: Vec<i32>,
+    /// Q8_0 only: per block `sum(q)`, for tile kernels that subtract an offset per block.
+    /// `rows * blocks`.
+    pub sums: Vec<i32>,
     /// Q8_K only: sums of each 16 values (16 per block). `rows * blocks * 16`.
     pub bsums: Vec<i16>,
 }
@@ -58,7 +61,10 @@ impl Acts {
         resize(&mut self.qs, rows * k);
         resize(&mut self.d, rows * nb);
         match kind {
-            ActType::Q8_0 => resize(&mut self.sum4, rows * nb * 8),
+            ActType::Q8_0 => {
+                resize(&mut self.sum4, rows * nb * 8);
+                resize(&mut self.sums, rows * nb);
+            }
             ActType::Q8_1 => resize(&mut self.s, rows * nb),
             ActType::Q8K => resize(&mut self.bsums, rows * nb * 16),
         }
@@ -71,6 +77,7 @@ impl Acts {
                     for (g, s) in self.sum4[i * 8..i * 8 + 8].iter_mut().enumerate() {
                         *s = qs[g * 4..g * 4 + 4].iter().map(|&q| q as i32).sum();
                     }
+                    self.sums[i] = self.sum4[i * 8..i * 8 + 8].iter().sum();
                 }
                 ActType::Q8_1 => (self.d[i], self.s[i]) = quantize_q8_1(xs, qs),
                 ActType::Q8K => {

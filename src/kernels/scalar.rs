@@ -48,6 +48,41 @@ pub fn dot_row(qtype: QType, w: &[u8], acts: &Acts, r: usize) -> f32 {
     sumf
 }
 
+/// The reference of the repacked tile kernels ([`super::repack`]), for the block types they
+/// run: per block the exact integer dot, then `acc = fma(d_w * d_a, sumi, acc)` (then
+/// `acc = fma(m_w, s_a, acc)` for Q4_1), one rounding per product-add as ggml's repacked
+/// kernels round (`_mm256_fmadd_ps` of the column and row scales' product).
+pub fn dot_row_fused(qtype: QType, w: &[u8], acts: &Acts, r: usize) -> f32 {
+    let nb = acts.blocks();
+    debug_assert_eq!(w.len(), nb * qtype.block_bytes());
+    let mut acc = 0f32;
+    for b in 0..nb {
+        let blk = &w[b * qtype.block_bytes()..(b + 1) * qtype.block_bytes()];
+        let (a, i) = (acts.block(r, b), r * nb + b);
+        let (d, sumi, m) = match qtype {
+            QType::Q4_0 => {
+                let x: BlockQ4_0 = read(blk);
+                (x.d, nibble_dot(&x.qs, a) - 8 * isum(a), None)
+            }
+            QType::Q4_1 => {
+                let x: BlockQ4_1 = read(blk);
+                (x.d, nibble_dot(&x.qs, a), Some(x.m))
+            }
+            QType::Q8_0 => {
+                let x: BlockQ8_0 = read(blk);
+                let sumi = x.qs.iter().zip(a).map(|(&w, &a)| w as i32 * a as i32).sum();
+                (x.d, sumi, None)
+            }
+            _ => unreachable!("no tile kernel for {qtype:?}; repack::supports is the gate"),
+        };
+        acc = (d.to_f32() * acts.d[i]).mul_add(sumi as f32, acc);
+        if let Some(m) = m {
+            acc = m.to_f32().mul_add(acts.s[i], acc);
+        }
+    }
+    acc
+}
+
 /// Reads one block struct from its bytes (any alignment).
 fn read<T: Copy>(blk: &[u8]) -> T {
     assert!(

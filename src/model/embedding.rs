@@ -39,6 +39,7 @@ impl Embedding {
                         )));
                     }
                     let row = m.row(id);
+                    let row = row.as_ref();
                     crate::kernels::blocks::dequantize_row(q, row, dst);
                 }
                 Ok(Tensor::from_vec(out, (ids.len(), k), device)?)

@@ -98,6 +98,11 @@ pub struct LoadSplit {
     pub mapped_bytes: u64,
     /// Bytes of the file read into our own memory (copied or dequantized).
     pub copied_bytes: u64,
+    /// Repacking matrices into tiles, seconds (part of `weights_s`; 0 when nothing repacks).
+    pub repack_s: f64,
+    /// Bytes of the file repacked into tiles we own (not borrowed from the mapping; counted
+    /// in `copied_bytes` too when the file was copied).
+    pub repacked_bytes: u64,
     /// On a device other than the CPU: what opening it and copying the weights onto it cost.
     pub device: Option<DeviceLoad>,
 }

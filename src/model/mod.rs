@@ -203,7 +203,8 @@ fn load_gguf(
         LoadMode::Mmap => Some(g.map()?),
         LoadMode::Copy => None,
     };
-    let mut src = weights::GgufSource::new(&mut g, device.clone(), map, kernels);
+    let repack = cfg.repack.wanted(kernels.ours(device))?;
+    let mut src = weights::GgufSource::new(&mut g, device.clone(), map, kernels, repack);
     let model = match cfg_read {
         Config::Gemma(c) => Model::Gemma(gemma::Gemma::load(c, &mut src, cfg.dtype)?),
         Config::Llama(c) => Model::Llama(Llama::load(c, &mut src, cfg.dtype)?),
@@ -215,6 +216,8 @@ fn load_gguf(
     }
     split.mapped_bytes = src.mapped_bytes;
     split.copied_bytes = src.copied_bytes;
+    split.repack_s = src.repack_s;
+    split.repacked_bytes = src.repacked_bytes;
     split.device = src.device_load.take();
     Ok(Loaded {
         model,

@@ -440,6 +440,7 @@ pub(crate) fn load_file_for_test(dir: &Path, path: &Path) -> super::Loaded {
             device: crate::config::DeviceSpec::Cpu,
             chat_template: None,
             load: Default::default(),
+            repack: Default::default(),
         },
         super::Kernels::Ours,
     )

@@ -93,21 +93,31 @@ pub(crate) struct GgufSource<'a> {
     pub copied_bytes: u64,
     /// The mapped ranges handed out, for the first touch.
     pub mapped_ranges: Vec<Range<usize>>,
+    /// Repack our kernels' matrices into tiles.
+    repack: bool,
+    /// Seconds spent repacking (reading a mapped matrix's pages included).
+    pub repack_s: f64,
+    /// File bytes of the matrices repacked (owned by us, not borrowed from the mapping).
+    pub repacked_bytes: u64,
     /// Off the CPU: reading into host memory and copying to the device (open_s is the caller's).
     pub device_load: Option<super::mapped::DeviceLoad>,
 }
 
 impl<'a> GgufSource<'a> {
     /// Tensors of `gguf` onto `device`; `map` lets quantized CPU matrices borrow their bytes;
-    /// `kernels` says whose code runs them.
+    /// `kernels` says whose code runs them, `repack` whether our kernels' matrices are repacked.
     pub(crate) fn new(
         gguf: &'a mut Gguf,
         device: Device,
         map: Option<MappedFile>,
         kernels: super::Kernels,
+        repack: bool,
     ) -> Self {
         Self {
             ours: kernels.ours(&device),
+            repack,
+            repack_s: 0.0,
+            repacked_bytes: 0,
             device_load: (!device.is_cpu()).then(Default::default),
             gguf,
             device,
@@ -124,7 +134,8 @@ impl<'a> GgufSource<'a> {
     }
 
     /// Tensor `name` as a matrix borrowing the mapping, when the file is mapped, the matrix
-    /// stays quantized on the CPU and our kernels run its block type.
+    /// stays quantized on the CPU and our kernels run its block type; repacked (owned) instead
+    /// when asked and its type has tiles.
     fn mapped_matrix(
         &mut self,
         name: &str,
@@ -152,9 +163,25 @@ impl<'a> GgufSource<'a> {
                 e.len
             ),
         })?;
+        if let Some(tiles) = self.repacked(&m, e.len) {
+            return Ok(Some(tiles));
+        }
         self.mapped_bytes += e.len;
         self.mapped_ranges.push(range);
         Ok(Some(m))
+    }
+
+    /// `m` repacked, its time and `len` file bytes counted, when repacking is on and its type
+    /// has tiles.
+    fn repacked(&mut self, m: &QMatrix, len: u64) -> Option<QMatrix> {
+        if !self.repack {
+            return None;
+        }
+        let start = std::time::Instant::now();
+        let tiles = m.repacked()?;
+        self.repack_s += start.elapsed().as_secs_f64();
+        self.repacked_bytes += len;
+        Some(tiles)
     }
 
     fn copied(&mut self, name: &str) -> Result<QTensor, ModelError> {
@@ -183,8 +210,14 @@ impl WeightSource for GgufSource<'_> {
             return Ok(Linear::from_kernel(m));
         }
         let q = self.copied(name)?;
-        Linear::from_qtensor(q, dtype, self.ours)
-            .map_err(ModelError::candle(format!("building {name}")))
+        let len = self.gguf.extent(name)?.len;
+        let linear = Linear::from_qtensor(q, dtype, self.ours)
+            .map_err(ModelError::candle(format!("building {name}")))?;
+        let tiles = linear.kernel_matrix().and_then(|m| self.repacked(m, len));
+        Ok(match tiles {
+            Some(m) => Linear::from_kernel(m),
+            None => linear,
+        })
     }
     fn dense(&mut self, name: &str) -> Result<Tensor, ModelError> {
         let q = self.copied(name)?;

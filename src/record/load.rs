@@ -24,6 +24,13 @@ pub struct LoadSplitRecord {
     pub mapped_bytes: u64,
     /// Bytes of the file read into our own memory (copied or dequantized).
     pub copied_bytes: u64,
+    /// Repacking matrices into 8-row tiles, seconds (part of `weights_s`; 0 when nothing was
+    /// repacked, as in records before repacking existed).
+    #[serde(default)]
+    pub repack_s: f64,
+    /// Bytes of the file repacked into tiles we own (not borrowed from the mapping).
+    #[serde(default)]
+    pub repacked_bytes: u64,
     /// On a device other than the CPU: opening it and copying the weights onto it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceLoadRecord>,
@@ -63,6 +70,8 @@ impl From<&LoadSplit> for LoadSplitRecord {
             first_touch_s: s.first_touch_s,
             mapped_bytes: s.mapped_bytes,
             copied_bytes: s.copied_bytes,
+            repack_s: s.repack_s,
+            repacked_bytes: s.repacked_bytes,
             device: s.device.as_ref().map(Into::into),
         }
     }

@@ -81,17 +81,21 @@ pub(crate) fn text(ctx: &ClockContext, g: &Generation) -> String {
 }
 
 /// The load split on one line, e.g. `mmap: header 2.1 ms, tokenizer 40.0 ms, weights 5.0 ms
-/// (80.1 MB mapped, 18.3 MB copied), first touch 9.2 ms`.
+/// (80.1 MB mapped, 18.3 MB copied), first touch 9.2 ms`; repacking, when any, after the copies.
 pub(crate) fn split_text(s: &LoadSplit) -> String {
     let ms = |x: f64| format!("{:.1} ms", x.max(0.0) * 1e3);
     format!(
-        "{}: header {}, tokenizer {}, weights {} ({} mapped, {} copied), first touch {}",
+        "{}: header {}, tokenizer {}, weights {} ({} mapped, {} copied{}), first touch {}",
         s.mode,
         ms(s.header_s),
         ms(s.tokenizer_s),
         ms(s.weights_s),
         super::bytes(s.mapped_bytes),
         super::bytes(s.copied_bytes),
+        match s.repacked_bytes {
+            0 => String::new(),
+            b => format!(", {} repacked in {}", super::bytes(b), ms(s.repack_s)),
+        },
         if s.mapped_bytes == 0 {
             "n/a (nothing mapped)".to_string()
         } else {

@@ -138,8 +138,8 @@ fn start_row(s: &StartRecord) -> Vec<String> {
     row
 }
 
-/// The child's load split, seconds: header/tokenizer/weights/first touch, and how the weights
-/// came in.
+/// The child's load split, seconds: header/tokenizer/weights/first touch, how the weights
+/// came in and what repacking them (inside weights) took.
 fn split(l: Option<&crate::record::load::LoadSplitRecord>) -> String {
     l.map_or("n/a".into(), |l| {
         let mode = serde_json::to_value(l.mode)
@@ -149,8 +149,12 @@ fn split(l: Option<&crate::record::load::LoadSplitRecord>) -> String {
         let device = l.device.as_ref().map_or(String::new(), |d| {
             format!(", device open {:.3} copy {:.3}", d.open_s, d.upload_s)
         });
+        let repack = match l.repacked_bytes {
+            0 => String::new(),
+            _ => format!(", repack {:.3}", l.repack_s),
+        };
         format!(
-            "{:.3}/{:.3}/{:.3}/{:.3} {mode}{device}",
+            "{:.3}/{:.3}/{:.3}/{:.3} {mode}{repack}{device}",
             l.header_s, l.tokenizer_s, l.weights_s, l.first_touch_s
         )
     })

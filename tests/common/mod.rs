@@ -36,11 +36,23 @@ pub fn model_config(path: &Path, dtype: WeightDType) -> ModelConfig {
         device: DeviceSpec::Cpu,
         chat_template: None,
         load: Default::default(),
+        repack: Default::default(),
     }
 }
 
 pub fn load(path: &Path, dtype: WeightDType) -> Loaded {
     load_with(path, dtype, model::Kernels::Ours)
+}
+
+/// [`load`] with GGUF row layouts (`--repack off`), for comparisons with candle's kernels: ours
+/// on rows round as candle's do (its lanes, its order), repacked tiles round each block once
+/// more or less, and a quantized activation that lands on the other side of a rounding step
+/// then moves a tiny random model's logits by 0.04 and can flip its greedy ids. Repacking's
+/// numerics are tested against their own reference in `tests/kernels.rs`.
+pub fn load_rows(path: &Path, dtype: WeightDType) -> Loaded {
+    let mut cfg = model_config(path, dtype);
+    cfg.repack = tokfire::config::Repack::Off;
+    model::load(&cfg, model::Kernels::Ours).unwrap()
 }
 
 /// [`load`] with the matmuls and attention run by `kernels` (candle's: the device-generic path).

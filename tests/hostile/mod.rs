@@ -93,6 +93,7 @@ pub fn config(path: &Path, dense: bool) -> ModelConfig {
         device: DeviceSpec::Cpu,
         chat_template: None,
         load: Default::default(),
+        repack: Default::default(),
     }
 }
 

@@ -53,7 +53,7 @@ fn gguf_matches_stock_quantized_llama() {
     let dir = tempfile::tempdir().unwrap();
     for (quant, tied) in [(GgmlDType::Q8_0, false), (GgmlDType::Q4_0, true)] {
         let path = synthetic_gguf(dir.path(), quant, tied);
-        let loaded = load(&path, WeightDType::Q);
+        let loaded = load_rows(&path, WeightDType::Q);
         let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
         assert_same(
             &ours,
@@ -147,7 +147,7 @@ fn qwen2_gguf_with_qkv_bias_matches_stock_quantized_qwen2() {
         ..Default::default()
     };
     tokfire::model::synthetic::write_gguf(&path, &spec).unwrap();
-    let loaded = load(&path, WeightDType::Q);
+    let loaded = load_rows(&path, WeightDType::Q);
     let cfg = &loaded.model.as_llama().unwrap().cfg;
     assert!(cfg.qkv_bias && !cfg.rope_interleaved);
     let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
@@ -169,7 +169,7 @@ fn qwen3_gguf_with_qk_norm_matches_stock_quantized_qwen3() {
         ..Default::default()
     };
     tokfire::model::synthetic::write_gguf(&path, &spec).unwrap();
-    let loaded = load(&path, WeightDType::Q);
+    let loaded = load_rows(&path, WeightDType::Q);
     let cfg = &loaded.model.as_llama().unwrap().cfg;
     assert!(cfg.qk_norm && !cfg.qkv_bias && !cfg.rope_interleaved);
     let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
@@ -375,7 +375,7 @@ fn phi3_gguf_with_fused_matrices_matches_stock_quantized_phi3() {
         ..Default::default()
     };
     tokfire::model::synthetic::write_gguf(&path, &spec).unwrap();
-    let loaded = load(&path, WeightDType::Q);
+    let loaded = load_rows(&path, WeightDType::Q);
     assert!(loaded.model.as_llama().unwrap().cfg.fused);
     let ours = solo(&loaded.model, &PROMPT, STEPS + 1);
 

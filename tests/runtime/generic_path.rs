@@ -109,7 +109,7 @@ fn worst(a: &Trace, b: &Trace) -> f32 {
 fn same_on_both(path: &std::path::Path, name: &str, quantized: bool) {
     let device = test_device();
     let tol = tolerance(device);
-    let ours = load_with(path, WeightDType::Q, Kernels::Ours);
+    let ours = load_rows(path, WeightDType::Q);
     let candle = load_on(path, WeightDType::Q, Kernels::Candle, device);
     // Not vacuous: candle's kernels hold every quantized matrix.
     let (q, head) = candle.model.storage();

@@ -1,6 +1,7 @@
 //! Mapped loading against copied loading: the same greedy tokens and the same logits, bit for
 //! bit, on real weights (the default model and Gemma 3) and on synthetic files; the load split
-//! says what was mapped and what was copied; truncated files are refused in both modes.
+//! says what was mapped and what was copied (and repacked); truncated files are refused in both
+//! modes.
 
 use crate::common;
 
@@ -8,20 +9,21 @@ use std::path::{Path, PathBuf};
 
 use candle_core::quantized::GgmlDType;
 use common::*;
-use tokfire::config::{LoadMode, WeightDType};
+use tokfire::config::{LoadMode, Repack, WeightDType};
 use tokfire::model::{self, Loaded};
 
-fn load_mode(path: &Path, dtype: WeightDType, mode: LoadMode) -> Loaded {
+fn load_mode(path: &Path, dtype: WeightDType, mode: LoadMode, repack: Repack) -> Loaded {
     let mut cfg = model_config(path, dtype);
     cfg.load = mode;
+    cfg.repack = repack;
     model::load(&cfg, model::Kernels::Ours).unwrap()
 }
 
 /// Greedy `n` tokens after `prompt` with both modes; asserts tokens and logits are equal and
 /// returns the two loads.
-fn same_output(path: &Path, prompt: &str, n: usize) -> (Loaded, Loaded) {
-    let mapped = load_mode(path, WeightDType::Q, LoadMode::Mmap);
-    let copied = load_mode(path, WeightDType::Q, LoadMode::Copy);
+fn same_output(path: &Path, prompt: &str, n: usize, repack: Repack) -> (Loaded, Loaded) {
+    let mapped = load_mode(path, WeightDType::Q, LoadMode::Mmap, repack);
+    let copied = load_mode(path, WeightDType::Q, LoadMode::Copy, repack);
     let ids = mapped.tokenizer.encode(prompt).unwrap();
     let a = solo(&mapped.model, &ids, n);
     let b = solo(&copied.model, &ids, n);
@@ -55,8 +57,27 @@ fn check_split(mapped: &Loaded, copied: &Loaded) {
 
 #[test]
 fn default_model_mapped_equals_copied() {
-    let (m, c) = same_output(&default_model_path(), "The capital of France is", 24);
+    let (m, c) = same_output(
+        &default_model_path(),
+        "The capital of France is",
+        24,
+        Repack::Off,
+    );
     check_split(&m, &c);
+}
+
+#[test]
+fn default_model_repacked_mapped_equals_copied_and_owns_its_tiles() {
+    let path = default_model_path();
+    let (m, c) = same_output(&path, "The capital of France is", 8, Repack::On);
+    let (ms, cs) = (m.split.as_ref().unwrap(), c.split.as_ref().unwrap());
+    // Every matrix of the default model has whole tiles: none borrows the mapping.
+    assert_eq!(ms.mapped_bytes, 0, "{ms:?}");
+    assert!(ms.repacked_bytes > 0 && ms.repacked_bytes == cs.repacked_bytes);
+    assert_eq!(ms.copied_bytes + ms.repacked_bytes, cs.copied_bytes);
+    for s in [ms, cs] {
+        assert!(s.repack_s > 0.0 && s.repack_s <= s.weights_s, "{s:?}");
+    }
 }
 
 #[test]
@@ -68,7 +89,7 @@ fn gemma_mapped_equals_copied() {
             .ensure(&cache_dir())
             .expect("fetching gemma3-270m-q4_k_m (models/fetch) failed")
     };
-    let (m, c) = same_output(&path, "The capital of France is", 16);
+    let (m, c) = same_output(&path, "The capital of France is", 16, Repack::Off);
     check_split(&m, &c);
 }
 
@@ -81,8 +102,8 @@ fn synthetic_models_mapped_equal_copied() {
         (GgmlDType::F32, false),
     ] {
         let path = synthetic_gguf(dir.path(), quant, tied);
-        let mapped = load_mode(&path, WeightDType::Q, LoadMode::Mmap);
-        let copied = load_mode(&path, WeightDType::Q, LoadMode::Copy);
+        let mapped = load_mode(&path, WeightDType::Q, LoadMode::Mmap, Repack::Off);
+        let copied = load_mode(&path, WeightDType::Q, LoadMode::Copy, Repack::Off);
         let prompt = [1u32, 5, 9, 2];
         let a = solo(&mapped.model, &prompt, 8);
         let b = solo(&copied.model, &prompt, 8);
@@ -102,7 +123,7 @@ fn synthetic_models_mapped_equal_copied() {
 fn dense_dtype_copies_even_when_mapping() {
     let dir = tempfile::tempdir().unwrap();
     let path = synthetic_gguf(dir.path(), GgmlDType::Q8_0, false);
-    let l = load_mode(&path, WeightDType::F32, LoadMode::Mmap);
+    let l = load_mode(&path, WeightDType::F32, LoadMode::Mmap, Repack::Auto);
     let split = l.split.unwrap();
     assert_eq!(split.mapped_bytes, 0, "{split:?}");
     assert!(split.copied_bytes > 0);

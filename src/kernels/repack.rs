@@ -1,0 +1,153 @@
+//! Row-interleaved weights ("repacked"): 8 weight rows (output columns) stored block by block
+//! side by side, so one 256-bit register holds the same 4 quantized bytes of 8 columns, each in
+//! its own 32-bit lane. A tile kernel then dots a broadcast group of 4 activations against 8
+//! columns at once and every lane ends a block holding one column's exact integer sum: no
+//! horizontal sums, one scale multiply per 8 columns, 8 results stored in one write.
+//!
+//! Layout of a tile-block (8 rows × one block, `8 × block_bytes` bytes, the same bytes as the
+//! 8 GGUF blocks it holds): each f16 field of the block (`d`; `d`, `m` for Q4_1) as 8 halves,
+//! column by column, then the block's quantized bytes in chunks of 4: chunk `g` of column `j`
+//! at `g * 32 + j * 4`. Tiles follow each other, each holding all its blocks in order, so a
+//! tile is one contiguous stream. Q8_0 chunks are 4 values; Q4_0/Q4_1 chunks are 4 bytes of
+//! nibbles (low nibbles values `4g..4g+4`, high nibbles `16+4g..`).
+//!
+//! Numerics: every output is computed exactly as [`scalar::dot_row_fused`] computes it (the
+//! exact integer sum per block, then the running f32 sum updated by a fused multiply-add of
+//! `d_w * d_a` and the sum, as ggml's repacked kernels do), so a repacked matrix gives that
+//! reference's bits at every kernel level, whatever T and whichever rows share the call.
+//!
+//! Only whole tiles are repacked: a part whose rows are not a multiple of 8, or of a block type
+//! without a tile kernel (Q5_0, the K-quants), keeps the GGUF layout.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use super::blocks::QType;
+use super::matmul::OutPtr;
+use super::quantize::Acts;
+use super::{scalar, Level};
+
+/// Weight rows (output columns) per tile.
+pub(crate) const COLS: usize = 8;
+
+/// Whether `qtype` has tile kernels.
+pub(crate) fn supports(qtype: QType) -> bool {
+    matches!(qtype, QType::Q4_0 | QType::Q4_1 | QType::Q8_0)
+}
+
+/// The f16 fields at the start of a block of `qtype`.
+fn fields(qtype: QType) -> usize {
+    match qtype {
+        QType::Q4_1 => 2,
+        _ => 1,
+    }
+}
+
+/// `rows` GGUF rows of `qtype` blocks (`src`, row after row) as tiles; `None` when the type has
+/// no tile kernel or `rows` is not a multiple of [`COLS`].
+pub(crate) fn interleave(qtype: QType, src: &[u8], rows: usize) -> Option<Vec<u8>> {
+    if !supports(qtype) || rows == 0 || !rows.is_multiple_of(COLS) {
+        return None;
+    }
+    let (bb, row_bytes) = (qtype.block_bytes(), src.len() / rows);
+    let nb = row_bytes / bb;
+    let mut out = vec![0u8; src.len()];
+    for t in 0..rows / COLS {
+        for b in 0..nb {
+            let dst = &mut out[(t * nb + b) * COLS * bb..][..COLS * bb];
+            for j in 0..COLS {
+                let blk = &src[(t * COLS + j) * row_bytes + b * bb..][..bb];
+                move_block(qtype, blk, dst, j);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The GGUF bytes of row `r` of tiles `src` (`rows` rows): the inverse of [`interleave`].
+pub(crate) fn row(qtype: QType, src: &[u8], rows: usize, r: usize) -> Vec<u8> {
+    let (bb, row_bytes) = (qtype.block_bytes(), src.len() / rows);
+    let nb = row_bytes / bb;
+    let (t, j) = (r / COLS, r % COLS);
+    let mut out = vec![0u8; row_bytes];
+    for b in 0..nb {
+        let tile_block = &src[(t * nb + b) * COLS * bb..][..COLS * bb];
+        move_block_out(qtype, tile_block, &mut out[b * bb..(b + 1) * bb], j);
+    }
+    out
+}
+
+/// Copies GGUF block `blk` into column `j` of tile-block `dst`.
+fn move_block(qtype: QType, blk: &[u8], dst: &mut [u8], j: usize) {
+    let f = fields(qtype);
+    for i in 0..f {
+        dst[i * 2 * COLS + j * 2..][..2].copy_from_slice(&blk[i * 2..i * 2 + 2]);
+    }
+    let (qs, head) = (&blk[2 * f..], 2 * f * COLS);
+    for g in 0..qs.len() / 4 {
+        dst[head + g * 4 * COLS + j * 4..][..4].copy_from_slice(&qs[g * 4..g * 4 + 4]);
+    }
+}
+
+/// Copies column `j` of tile-block `src` out as one GGUF block `blk`.
+fn move_block_out(qtype: QType, src: &[u8], blk: &mut [u8], j: usize) {
+    let f = fields(qtype);
+    for i in 0..f {
+        blk[i * 2..i * 2 + 2].copy_from_slice(&src[i * 2 * COLS + j * 2..][..2]);
+    }
+    let head = 2 * f * COLS;
+    let qs = &mut blk[2 * f..];
+    for g in 0..qs.len() / 4 {
+        qs[g * 4..g * 4 + 4].copy_from_slice(&src[head + g * 4 * COLS + j * 4..][..4]);
+    }
+}
+
+/// Columns `cols` of `out = acts · Wᵀ` for tiles `w` at level `lvl`. Tiles only partly inside
+/// `cols` are computed whole and only the columns asked for are written.
+pub(crate) fn matmul_cols(
+    lvl: Level,
+    qtype: QType,
+    w: &[u8],
+    acts: &Acts,
+    cols: Range<usize>,
+    out: OutPtr,
+) {
+    match lvl {
+        Level::Scalar => scalar_cols(qtype, w, acts, cols, out),
+        #[cfg(target_arch = "x86_64")]
+        _ => super::tiles8::matmul_cols(lvl, qtype, w, acts, cols, out),
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => scalar_cols(qtype, w, acts, cols, out),
+    }
+}
+
+/// The reference: each column's GGUF row rebuilt, dotted by [`scalar::dot_row_fused`].
+fn scalar_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+    let row_bytes = acts.blocks() * qtype.block_bytes();
+    let tiles = w.len() / (row_bytes * COLS);
+    for c in cols {
+        let wr = row(qtype, w, tiles * COLS, c);
+        for r in 0..acts.rows {
+            out.write(r, c, scalar::dot_row_fused(qtype, &wr, acts, r));
+        }
+    }
+}
+
+/// Row `r` of a part of `rows` rows, tiles when `interleaved`, as GGUF block bytes.
+pub(crate) fn gguf_row<'a>(
+    qtype: QType,
+    bytes: &'a [u8],
+    rows: usize,
+    interleaved: bool,
+    r: usize,
+) -> Cow<'a, [u8]> {
+    if interleaved {
+        return Cow::Owned(row(qtype, bytes, rows, r));
+    }
+    let rb = bytes.len() / rows;
+    Cow::Borrowed(&bytes[r * rb..(r + 1) * rb])
+}
+
+#[cfg(test)]
+#[path = "repack_tests.rs"]
+mod tests;

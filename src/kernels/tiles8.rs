@@ -1,0 +1,219 @@
+//! x86-64 kernels over repacked weights ([`super::repack`]): an R-row × 8-column tile per
+//! call, the 8 columns in the 8 lanes of one register, generic over the u8 × i8 dot of the
+//! level ([`IDot`]). Everything is `#[inline(always)]` into the level's `#[target_feature]`
+//! entry point (`avx2::tiles_cols`, `avx512::tiles_cols`).
+//!
+//! Per block and row: the exact integer sum of each column (8 dots of a broadcast group of 4
+//! activations, in two chains), then `acc = fma(d_w * d_a, sumi, acc)` (then
+//! `acc = fma(m_w, s_a, acc)` for Q4_1), as [`super::scalar::dot_row_fused`] computes it, so
+//! the results are that reference's bits.
+
+// Tiles index several parallel arrays with one row/column index.
+#![allow(clippy::needless_range_loop)]
+
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+use super::blocks::QType;
+use super::matmul::OutPtr;
+use super::quantize::Acts;
+use super::repack::COLS;
+use super::simd::IDot;
+use super::Level;
+
+/// A block type's tile-block: where its scales are and how its 8 registers of values dot.
+pub(crate) trait Kind {
+    /// Bytes of one tile-block (8 blocks).
+    const BYTES: usize;
+    /// The 8 value registers of the tile-block at `blk`, register `g` for activation group `g`.
+    unsafe fn values(blk: *const u8) -> [__m256i; 8];
+    /// `acc + sum over each lane's 4 bytes of w * a` for value register `w` and a broadcast
+    /// group of 4 activations `a`.
+    unsafe fn dot<D: IDot>(acc: __m256i, w: __m256i, a: __m256i) -> __m256i;
+    /// The integer sum's starting value for activation block `i` (an offset's correction).
+    unsafe fn start(acts: &Acts, i: usize) -> __m256i;
+    /// `acc` with the block's float term beyond `(d_w * d_a) * sumi` fused in, if any.
+    unsafe fn extra(acc: __m256, blk: *const u8, acts: &Acts, i: usize) -> __m256;
+}
+
+/// 16 bytes of 8 columns' chunks of 4 nibble bytes, as 8 registers of values 0..16: low
+/// nibbles are groups 0..4, high nibbles groups 4..8.
+#[inline(always)]
+unsafe fn nibble_values(qs: *const u8) -> [__m256i; 8] {
+    let mask = _mm256_set1_epi8(0x0F);
+    let mut v = [_mm256_setzero_si256(); 8];
+    for i in 0..4 {
+        let q = _mm256_loadu_si256(qs.add(i * 32).cast());
+        v[i] = _mm256_and_si256(q, mask);
+        v[i + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
+    }
+    v
+}
+
+/// Q4_0 × Q8_0: unsigned nibbles, the offset 8 subtracted as `-8 * sum(a)` up front.
+pub(crate) struct Q4_0;
+
+impl Kind for Q4_0 {
+    const BYTES: usize = 18 * COLS;
+    #[inline(always)]
+    unsafe fn values(blk: *const u8) -> [__m256i; 8] {
+        nibble_values(blk.add(16))
+    }
+    #[inline(always)]
+    unsafe fn dot<D: IDot>(acc: __m256i, w: __m256i, a: __m256i) -> __m256i {
+        D::dot(acc, w, a)
+    }
+    #[inline(always)]
+    unsafe fn start(acts: &Acts, i: usize) -> __m256i {
+        _mm256_set1_epi32(-8 * *acts.sums.get_unchecked(i))
+    }
+    #[inline(always)]
+    unsafe fn extra(acc: __m256, _: *const u8, _: &Acts, _: usize) -> __m256 {
+        acc
+    }
+}
+
+/// Q4_1 × Q8_1: unsigned nibbles, plus `m_w * s_a` per block.
+pub(crate) struct Q4_1;
+
+impl Kind for Q4_1 {
+    const BYTES: usize = 20 * COLS;
+    #[inline(always)]
+    unsafe fn values(blk: *const u8) -> [__m256i; 8] {
+        nibble_values(blk.add(32))
+    }
+    #[inline(always)]
+    unsafe fn dot<D: IDot>(acc: __m256i, w: __m256i, a: __m256i) -> __m256i {
+        D::dot(acc, w, a)
+    }
+    #[inline(always)]
+    unsafe fn start(_: &Acts, _: usize) -> __m256i {
+        _mm256_setzero_si256()
+    }
+    #[inline(always)]
+    unsafe fn extra(acc: __m256, blk: *const u8, acts: &Acts, i: usize) -> __m256 {
+        let m = _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16).cast()));
+        _mm256_fmadd_ps(m, _mm256_set1_ps(*acts.s.get_unchecked(i)), acc)
+    }
+}
+
+/// Q8_0 × Q8_0: signed × signed as `|w|` × `sign(a, w)`.
+pub(crate) struct Q8_0;
+
+impl Kind for Q8_0 {
+    const BYTES: usize = 34 * COLS;
+    #[inline(always)]
+    unsafe fn values(blk: *const u8) -> [__m256i; 8] {
+        let mut v = [_mm256_setzero_si256(); 8];
+        for g in 0..8 {
+            v[g] = _mm256_loadu_si256(blk.add(16 + g * 32).cast());
+        }
+        v
+    }
+    #[inline(always)]
+    unsafe fn dot<D: IDot>(acc: __m256i, w: __m256i, a: __m256i) -> __m256i {
+        D::dot(acc, _mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w))
+    }
+    #[inline(always)]
+    unsafe fn start(_: &Acts, _: usize) -> __m256i {
+        _mm256_setzero_si256()
+    }
+    #[inline(always)]
+    unsafe fn extra(acc: __m256, _: *const u8, _: &Acts, _: usize) -> __m256 {
+        acc
+    }
+}
+
+/// Rows `r0..r0 + R` × the 8 columns of the tile at `w` (its `nb` tile-blocks).
+#[inline(always)]
+unsafe fn tile<K: Kind, D: IDot, const R: usize>(
+    w: *const u8,
+    acts: &Acts,
+    r0: usize,
+) -> [__m256; R] {
+    let nb = acts.blocks();
+    let mut acc = [_mm256_setzero_ps(); R];
+    for b in 0..nb {
+        let blk = w.add(b * K::BYTES);
+        let dw = _mm256_cvtph_ps(_mm_loadu_si128(blk.cast()));
+        let wq = K::values(blk);
+        for r in 0..R {
+            let i = (r0 + r) * nb + b;
+            let a = acts.qs.as_ptr().add((r0 + r) * acts.k + b * 32);
+            let group = |g: usize| _mm256_set1_epi32(a.add(4 * g).cast::<i32>().read_unaligned());
+            let (mut s0, mut s1) = (K::start(acts, i), _mm256_setzero_si256());
+            for g in (0..8).step_by(2) {
+                s0 = K::dot::<D>(s0, wq[g], group(g));
+                s1 = K::dot::<D>(s1, wq[g + 1], group(g + 1));
+            }
+            let sumi = _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1));
+            let da = _mm256_set1_ps(*acts.d.get_unchecked(i));
+            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), sumi, acc[r]);
+            acc[r] = K::extra(acc[r], blk, acts, i);
+        }
+    }
+    acc
+}
+
+/// Writes the columns of tile `c0..c0 + 8` that lie in `cols`.
+#[inline(always)]
+unsafe fn store<const R: usize>(
+    out: OutPtr,
+    r0: usize,
+    c0: usize,
+    cols: &Range<usize>,
+    acc: &[__m256; R],
+) {
+    let mut lanes = [0f32; COLS];
+    for r in 0..R {
+        _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r]);
+        for (j, v) in lanes.iter().enumerate() {
+            if cols.contains(&(c0 + j)) {
+                out.write(r0 + r, c0 + j, *v);
+            }
+        }
+    }
+}
+
+/// Columns `cols` for all rows: for each tile touching `cols`, R-row tiles and the remainder.
+#[inline(always)]
+pub(crate) unsafe fn run<K: Kind, D: IDot, const R: usize>(
+    w: &[u8],
+    acts: &Acts,
+    cols: Range<usize>,
+    out: OutPtr,
+) {
+    let tile_bytes = acts.blocks() * K::BYTES;
+    assert!(
+        w.len() >= cols.end.div_ceil(COLS) * tile_bytes,
+        "repacked weights too short; this is a bug"
+    );
+    for t in cols.start / COLS..cols.end.div_ceil(COLS) {
+        let wt = w.as_ptr().add(t * tile_bytes);
+        let c0 = t * COLS;
+        let mut r0 = 0;
+        while r0 + R <= acts.rows {
+            store(out, r0, c0, &cols, &tile::<K, D, R>(wt, acts, r0));
+            r0 += R;
+        }
+        while r0 < acts.rows {
+            store(out, r0, c0, &cols, &tile::<K, D, 1>(wt, acts, r0));
+            r0 += 1;
+        }
+    }
+}
+
+/// Columns `cols` of `out = acts · Wᵀ` for repacked `w` at SIMD level `lvl`.
+pub(crate) fn matmul_cols(
+    lvl: Level,
+    qtype: QType,
+    w: &[u8],
+    acts: &Acts,
+    cols: Range<usize>,
+    out: OutPtr,
+) {
+    match lvl {
+        Level::Avx512Vnni => super::avx512::tiles_cols(qtype, w, acts, cols, out),
+        _ => super::avx2::tiles_cols(qtype, w, acts, cols, out),
+    }
+}

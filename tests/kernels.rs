@@ -190,7 +190,7 @@ fn each_row_is_bit_identical_whatever_shares_the_call() {
 }
 
 /// The block types with tile kernels over repacked weights.
-const TILED: [QType; 3] = [QType::Q4_0, QType::Q4_1, QType::Q8_0];
+const TILED: [QType; 4] = [QType::Q4_0, QType::Q4_1, QType::Q5_0, QType::Q8_0];
 
 /// [`scalar::dot_row_fused`] of every row of `w` against every row of `x`.
 fn fused_reference(w: &QMatrix, x: &[f32], t: usize) -> Vec<f32> {
@@ -249,8 +249,8 @@ fn only_whole_tiles_of_tiled_types_repack() {
     );
     let k_quant = random_matrix(QType::Q4K, 16, 256, &mut rng, random_scales);
     assert!(k_quant.repacked().is_none(), "Q4_K has no tile kernel");
-    let q5 = random_matrix(QType::Q5_0, 16, 64, &mut rng, random_scales);
-    assert!(q5.repacked().is_none(), "Q5_0 has no tile kernel");
+    let q6 = random_matrix(QType::Q6K, 16, 256, &mut rng, random_scales);
+    assert!(q6.repacked().is_none(), "Q6_K has no tile kernel");
 }
 
 #[test]

@@ -66,6 +66,7 @@ pub(crate) fn tiles_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>
         match qtype {
             QType::Q4_0 => tiles::<tiles8::Q4_0>(w, acts, cols, out),
             QType::Q4_1 => tiles::<tiles8::Q4_1>(w, acts, cols, out),
+            QType::Q5_0 => tiles::<tiles8::Q5_0>(w, acts, cols, out),
             QType::Q8_0 => tiles::<tiles8::Q8_0>(w, acts, cols, out),
             _ => unreachable!("no tile kernel for {qtype:?}; repack::supports is the gate"),
         }

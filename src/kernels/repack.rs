@@ -9,7 +9,8 @@
 //! column by column, then the block's quantized bytes in chunks of 4: chunk `g` of column `j`
 //! at `g * 32 + j * 4`. Tiles follow each other, each holding all its blocks in order, so a
 //! tile is one contiguous stream. Q8_0 chunks are 4 values; Q4_0/Q4_1 chunks are 4 bytes of
-//! nibbles (low nibbles values `4g..4g+4`, high nibbles `16+4g..`).
+//! nibbles (low nibbles values `4g..4g+4`, high nibbles `16+4g..`); Q5_0's first chunk is its 32
+//! high bits, rearranged so bit `8p + g` is value `4g + p`'s, then 4 chunks of nibbles.
 //!
 //! Numerics: every output is computed exactly as [`scalar::dot_row_fused`] computes it (the
 //! exact integer sum per block, then the running f32 sum updated by a fused multiply-add of
@@ -17,7 +18,7 @@
 //! reference's bits at every kernel level, whatever T and whichever rows share the call.
 //!
 //! Only whole tiles are repacked: a part whose rows are not a multiple of 8, or of a block type
-//! without a tile kernel (Q5_0, the K-quants), keeps the GGUF layout.
+//! without a tile kernel (the K-quants), keeps the GGUF layout.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -32,7 +33,7 @@ pub(crate) const COLS: usize = 8;
 
 /// Whether `qtype` has tile kernels.
 pub(crate) fn supports(qtype: QType) -> bool {
-    matches!(qtype, QType::Q4_0 | QType::Q4_1 | QType::Q8_0)
+    matches!(qtype, QType::Q4_0 | QType::Q4_1 | QType::Q5_0 | QType::Q8_0)
 }
 
 /// The f16 fields at the start of a block of `qtype`.
@@ -87,6 +88,29 @@ fn move_block(qtype: QType, blk: &[u8], dst: &mut [u8], j: usize) {
     for g in 0..qs.len() / 4 {
         dst[head + g * 4 * COLS + j * 4..][..4].copy_from_slice(&qs[g * 4..g * 4 + 4]);
     }
+    if qtype == QType::Q5_0 {
+        let at = head + j * 4;
+        let qh = u32::from_le_bytes(dst[at..at + 4].try_into().expect("4 bytes"));
+        dst[at..at + 4].copy_from_slice(&spread_high_bits(qh).to_le_bytes());
+    }
+}
+
+/// Q5_0's 32 high bits (bit `v` for value `v`) rearranged so bit `8p + g` holds value `4g + p`:
+/// the bits of group `g` then sit at bit `g` of the 4 bytes of the lane, one shift and one mask
+/// from bit 4 of each byte.
+fn spread_high_bits(qh: u32) -> u32 {
+    (0..32).fold(0, |acc, v| {
+        let (g, p) = (v / 4, v % 4);
+        acc | (((qh >> v) & 1) << (8 * p + g))
+    })
+}
+
+/// The inverse of [`spread_high_bits`].
+fn gather_high_bits(h: u32) -> u32 {
+    (0..32).fold(0, |acc, v| {
+        let (g, p) = (v / 4, v % 4);
+        acc | (((h >> (8 * p + g)) & 1) << v)
+    })
 }
 
 /// Copies column `j` of tile-block `src` out as one GGUF block `blk`.
@@ -99,6 +123,10 @@ fn move_block_out(qtype: QType, src: &[u8], blk: &mut [u8], j: usize) {
     let qs = &mut blk[2 * f..];
     for g in 0..qs.len() / 4 {
         qs[g * 4..g * 4 + 4].copy_from_slice(&src[head + g * 4 * COLS + j * 4..][..4]);
+    }
+    if qtype == QType::Q5_0 {
+        let h = u32::from_le_bytes(qs[..4].try_into().expect("4 bytes"));
+        qs[..4].copy_from_slice(&gather_high_bits(h).to_le_bytes());
     }
 }
 

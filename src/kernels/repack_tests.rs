@@ -73,7 +73,7 @@ fn tiles_straddling_thread_chunks_give_the_references_bits() {
 #[ignore]
 fn time_the_layouts() {
     let mut rng = StdRng::seed_from_u64(10);
-    for qtype in [QType::Q4_1, QType::Q8_0, QType::Q4_0] {
+    for qtype in [QType::Q4_1, QType::Q8_0, QType::Q4_0, QType::Q5_0] {
         let (n, k) = (1536, 576);
         let bb = qtype.block_bytes();
         let mut bytes = vec![0u8; n * k / 32 * bb];

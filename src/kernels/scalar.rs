@@ -68,6 +68,11 @@ pub fn dot_row_fused(qtype: QType, w: &[u8], acts: &Acts, r: usize) -> f32 {
                 let x: BlockQ4_1 = read(blk);
                 (x.d, nibble_dot(&x.qs, a), Some(x.m))
             }
+            QType::Q5_0 => {
+                let x: BlockQ5_0 = read(blk);
+                let sumi = (0..QK).map(|j| (q5_value(&x, j) - 16) * a[j] as i32).sum();
+                (x.d, sumi, None)
+            }
             QType::Q8_0 => {
                 let x: BlockQ8_0 = read(blk);
                 let sumi = x.qs.iter().zip(a).map(|(&w, &a)| w as i32 * a as i32).sum();

@@ -73,6 +73,42 @@ impl Kind for Q4_0 {
     }
 }
 
+/// Q5_0 × Q8_0: nibbles with their rearranged high bits as bit 4 ([`super::repack`]), the
+/// offset 16 subtracted as `-16 * sum(a)` up front.
+pub(crate) struct Q5_0;
+
+impl Kind for Q5_0 {
+    const BYTES: usize = 22 * COLS;
+    #[inline(always)]
+    unsafe fn values(blk: *const u8) -> [__m256i; 8] {
+        let mut v = nibble_values(blk.add(48));
+        let h = _mm256_loadu_si256(blk.add(16).cast());
+        let bit4 = _mm256_set1_epi8(0x10);
+        // Group g's bits are bit g of each byte; moved to bit 4.
+        v[0] = _mm256_or_si256(v[0], _mm256_and_si256(_mm256_slli_epi32(h, 4), bit4));
+        v[1] = _mm256_or_si256(v[1], _mm256_and_si256(_mm256_slli_epi32(h, 3), bit4));
+        v[2] = _mm256_or_si256(v[2], _mm256_and_si256(_mm256_slli_epi32(h, 2), bit4));
+        v[3] = _mm256_or_si256(v[3], _mm256_and_si256(_mm256_slli_epi32(h, 1), bit4));
+        v[4] = _mm256_or_si256(v[4], _mm256_and_si256(h, bit4));
+        v[5] = _mm256_or_si256(v[5], _mm256_and_si256(_mm256_srli_epi32(h, 1), bit4));
+        v[6] = _mm256_or_si256(v[6], _mm256_and_si256(_mm256_srli_epi32(h, 2), bit4));
+        v[7] = _mm256_or_si256(v[7], _mm256_and_si256(_mm256_srli_epi32(h, 3), bit4));
+        v
+    }
+    #[inline(always)]
+    unsafe fn dot<D: IDot>(acc: __m256i, w: __m256i, a: __m256i) -> __m256i {
+        D::dot(acc, w, a)
+    }
+    #[inline(always)]
+    unsafe fn start(acts: &Acts, i: usize) -> __m256i {
+        _mm256_set1_epi32(-16 * *acts.sums.get_unchecked(i))
+    }
+    #[inline(always)]
+    unsafe fn extra(acc: __m256, _: *const u8, _: &Acts, _: usize) -> __m256 {
+        acc
+    }
+}
+
 /// Q4_1 × Q8_1: unsigned nibbles, plus `m_w * s_a` per block.
 pub(crate) struct Q4_1;
 

@@ -143,7 +143,9 @@ pub(crate) fn matmul_cols(
     match lvl {
         Level::Scalar => scalar_cols(qtype, w, acts, cols, out),
         #[cfg(target_arch = "x86_64")]
-        _ => super::tiles8::matmul_cols(lvl, qtype, w, acts, cols, out),
+        Level::Avx2 => super::avx2::tiles_cols(qtype, w, acts, cols, out),
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512Vnni => super::avx512::tiles_cols(qtype, w, acts, cols, out),
         #[cfg(not(target_arch = "x86_64"))]
         _ => scalar_cols(qtype, w, acts, cols, out),
     }

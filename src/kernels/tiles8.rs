@@ -14,12 +14,10 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::blocks::QType;
 use super::matmul::OutPtr;
 use super::quantize::Acts;
 use super::repack::COLS;
 use super::simd::IDot;
-use super::Level;
 
 /// A block type's tile-block: where its scales are and how its 8 registers of values dot.
 pub(crate) trait Kind {
@@ -236,20 +234,5 @@ pub(crate) unsafe fn run<K: Kind, D: IDot, const R: usize>(
             store(out, r0, c0, &cols, &tile::<K, D, 1>(wt, acts, r0));
             r0 += 1;
         }
-    }
-}
-
-/// Columns `cols` of `out = acts · Wᵀ` for repacked `w` at SIMD level `lvl`.
-pub(crate) fn matmul_cols(
-    lvl: Level,
-    qtype: QType,
-    w: &[u8],
-    acts: &Acts,
-    cols: Range<usize>,
-    out: OutPtr,
-) {
-    match lvl {
-        Level::Avx512Vnni => super::avx512::tiles_cols(qtype, w, acts, cols, out),
-        _ => super::avx2::tiles_cols(qtype, w, acts, cols, out),
     }
 }

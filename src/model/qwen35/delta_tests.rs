@@ -83,6 +83,27 @@ fn reference(mixed: &[f32], g: &[f32], beta: &[f32], w: &[f32], d: &DeltaDims) -
     out
 }
 
+/// All the inputs as one sequence's mix.
+fn all_tokens<'a>(mixed: &'a [f32], g: &'a [f32], beta: &'a [f32]) -> SeqMix<'a> {
+    SeqMix { mixed, g, beta }
+}
+
+/// Tokens `r` of the inputs as one sequence's mix.
+fn tokens<'a>(
+    mixed: &'a [f32],
+    g: &'a [f32],
+    beta: &'a [f32],
+    d: &DeltaDims,
+    r: std::ops::Range<usize>,
+) -> SeqMix<'a> {
+    let (c, hv) = (d.channels(), d.v_heads);
+    SeqMix {
+        mixed: &mixed[r.start * c..r.end * c],
+        g: &g[r.start * hv..r.end * hv],
+        beta: &beta[r.start * hv..r.end * hv],
+    }
+}
+
 fn inputs(n: usize, seed: u64, d: &DeltaDims) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mixed = random(n * d.channels(), &mut rng, -1.5..1.5);
@@ -97,11 +118,7 @@ fn the_delta_rule_equals_its_definition_in_f64() {
     let d = dims();
     let (mixed, g, beta, w) = inputs(9, 3, &d);
     let mut st = fresh(&d);
-    let seq = SeqMix {
-        mixed: &mixed,
-        g: &g,
-        beta: &beta,
-    };
+    let seq = all_tokens(&mixed, &g, &beta);
     let (ours, _) = mix(&seq, &w, &mut st, &d, &[]);
     let want = reference(&mixed, &g, &beta, &w, &d);
     let worst = ours
@@ -117,22 +134,13 @@ fn a_sequence_in_chunks_gives_the_one_chunk_result_and_state() {
     let d = dims();
     let n = 11;
     let (mixed, g, beta, w) = inputs(n, 4, &d);
-    let (c, hv) = (d.channels(), d.v_heads);
     let mut whole = fresh(&d);
-    let seq = SeqMix {
-        mixed: &mixed,
-        g: &g,
-        beta: &beta,
-    };
+    let seq = all_tokens(&mixed, &g, &beta);
     let (one, _) = mix(&seq, &w, &mut whole, &d, &[]);
     let mut parts = fresh(&d);
     let mut out = Vec::new();
     for (a, b) in [(0, 1), (1, 2), (2, 7), (7, 11)] {
-        let seq = SeqMix {
-            mixed: &mixed[a * c..b * c],
-            g: &g[a * hv..b * hv],
-            beta: &beta[a * hv..b * hv],
-        };
+        let seq = tokens(&mixed, &g, &beta, &d, a..b);
         out.extend(mix(&seq, &w, &mut parts, &d, &[]).0);
     }
     assert_eq!(out, one, "outputs");
@@ -167,13 +175,8 @@ fn the_snapshots_are_the_states_after_the_tokens_asked() {
     let d = dims();
     let n = 7;
     let (mixed, g, beta, w) = inputs(n, 5, &d);
-    let (c, hv) = (d.channels(), d.v_heads);
     let mut st = fresh(&d);
-    let seq = SeqMix {
-        mixed: &mixed,
-        g: &g,
-        beta: &beta,
-    };
+    let seq = all_tokens(&mixed, &g, &beta);
     // An early token (a prefix cache's block end) and the last three (rollback).
     let at = [1, n - 3, n - 2, n - 1];
     let (_, snaps) = mix(&seq, &w, &mut st, &d, &at);
@@ -184,11 +187,7 @@ fn the_snapshots_are_the_states_after_the_tokens_asked() {
     );
     for (i, len) in at.iter().map(|t| t + 1).enumerate() {
         let mut alone = fresh(&d);
-        let seq = SeqMix {
-            mixed: &mixed[..len * c],
-            g: &g[..len * hv],
-            beta: &beta[..len * hv],
-        };
+        let seq = tokens(&mixed, &g, &beta, &d, 0..len);
         mix(&seq, &w, &mut alone, &d, &[]);
         assert_eq!(snaps[i], alone, "the state after {len} tokens");
     }
@@ -228,12 +227,7 @@ fn the_chunked_form_equals_the_definition_and_the_recurrent_form() {
     };
     let n = 150;
     let (mixed, g, beta, w) = inputs(n, 8, &d);
-    let (c, hv) = (d.channels(), d.v_heads);
-    let seq = SeqMix {
-        mixed: &mixed,
-        g: &g,
-        beta: &beta,
-    };
+    let seq = all_tokens(&mixed, &g, &beta);
     let mut st = fresh(&d);
     let (ours, _) = mix(&seq, &w, &mut st, &d, &[]);
     let want = reference(&mixed, &g, &beta, &w, &d);
@@ -250,11 +244,7 @@ fn the_chunked_form_equals_the_definition_and_the_recurrent_form() {
     let mut by_token = fresh(&d);
     let mut out = Vec::new();
     for t in 0..n {
-        let one = SeqMix {
-            mixed: &mixed[t * c..(t + 1) * c],
-            g: &g[t * hv..(t + 1) * hv],
-            beta: &beta[t * hv..(t + 1) * hv],
-        };
+        let one = tokens(&mixed, &g, &beta, &d, t..t + 1);
         out.extend(mix(&one, &w, &mut by_token, &d, &[]).0);
     }
     assert!(worst(&out, &ours) < 2e-5, "outputs {}", worst(&out, &ours));
@@ -274,12 +264,7 @@ fn chunked_runs_keep_the_states_asked_for() {
     let d = dims();
     let n = 130;
     let (mixed, g, beta, w) = inputs(n, 9, &d);
-    let (c, hv) = (d.channels(), d.v_heads);
-    let seq = SeqMix {
-        mixed: &mixed,
-        g: &g,
-        beta: &beta,
-    };
+    let seq = all_tokens(&mixed, &g, &beta);
     let at = [47, 95, 127, 128, 129];
     let mut st = fresh(&d);
     let (_, snaps) = mix(&seq, &w, &mut st, &d, &at);
@@ -287,11 +272,7 @@ fn chunked_runs_keep_the_states_asked_for() {
     for (snap, t) in snaps.iter().zip(at) {
         let len = t + 1;
         let mut alone = fresh(&d);
-        let seq = SeqMix {
-            mixed: &mixed[..len * c],
-            g: &g[..len * hv],
-            beta: &beta[..len * hv],
-        };
+        let seq = tokens(&mixed, &g, &beta, &d, 0..len);
         mix(&seq, &w, &mut alone, &d, &[]);
         assert_eq!(snap.conv, alone.conv, "conv window after {len} tokens");
         let diff = worst(&snap.ssm, &alone.ssm);
@@ -313,11 +294,7 @@ fn time_the_forms() {
     };
     for n in [64, 256, 256, 256] {
         let (mixed, g, beta, w) = inputs(n, 1, &d);
-        let seq = SeqMix {
-            mixed: &mixed,
-            g: &g,
-            beta: &beta,
-        };
+        let seq = all_tokens(&mixed, &g, &beta);
         let mut st = fresh(&d);
         let t0 = std::time::Instant::now();
         mix(&seq, &w, &mut st, &d, &[]);

@@ -1,7 +1,8 @@
 //! The CPU attention block of one step, straight on f32 slices (no candle ops): RoPE applied
 //! while copying each token's q/k out of the fused QKV projection, the new k/v handed to the
 //! KV cache, then causal attention per query token over exactly its own keys `0..=pos` (scores,
-//! softmax, weighted sum of V), parallel over query tokens when the step is large.
+//! softmax, weighted sum of V), tiled over query and key blocks ([`tiled`]), parallel when the
+//! step is large.
 //!
 //! Scoring ([`Scoring`]) can divide by another scale, soft-cap scores and restrict a query to
 //! the last `window` keys (Gemma's sliding-window layers).
@@ -11,7 +12,7 @@
 //! chunks, and whichever other sequences share the step. Only the CPU uses this path; other
 //! devices use the candle-op attention in `llama.rs`.
 
-use rayon::prelude::*;
+mod tiled;
 
 /// Below this many query-key pairs × heads a step's attention runs on one thread.
 const PARALLEL_MIN_PAIRS: usize = 1 << 14;
@@ -153,7 +154,7 @@ impl Scoring {
 }
 
 /// Causal attention of every query row, `out[T, heads * head_dim]`, with the scoring (scale,
-/// window, soft-cap) given.
+/// window, soft-cap) given ([`tiled`]).
 pub fn attend_scored(
     dims: Dims,
     scoring: Scoring,
@@ -161,126 +162,12 @@ pub fn attend_scored(
     segments: &[(SegmentRows, KvSlices)],
     out: &mut [f32],
 ) {
-    let qw = dims.q_width();
     let pairs: usize = segments
         .iter()
         .map(|(s, _)| s.len * (s.pos + s.len))
         .sum::<usize>()
         * dims.heads;
-    let rows: Vec<(usize, usize, KvSlices)> = segments
-        .iter()
-        .flat_map(|(s, kv)| (0..s.len).map(move |i| (s.start + i, s.pos + i, *kv)))
-        .collect();
-    let one = |(t, pos, kv): &(usize, usize, KvSlices), out: &mut [f32]| {
-        attend_row(dims, scoring, &q[t * qw..(t + 1) * qw], *pos, kv, out)
-    };
-    if pairs < PARALLEL_MIN_PAIRS {
-        for (r, o) in rows.iter().zip(out.chunks_exact_mut(qw)) {
-            one(r, o);
-        }
-    } else {
-        rows.par_iter()
-            .zip(out.par_chunks_exact_mut(qw))
-            .for_each(|(r, o)| one(r, o));
-    }
-}
-
-/// All heads of one query row at position `pos` against keys `first..=pos` (`first` is 0, or
-/// `pos + 1 - window` for a sliding window).
-fn attend_row(dims: Dims, scoring: Scoring, q: &[f32], pos: usize, kv: &KvSlices, out: &mut [f32]) {
-    let hd = dims.head_dim;
-    let group = dims.heads / dims.kv_heads;
-    let scale = scoring.divisor;
-    let first = scoring.window.map_or(0, |w| (pos + 1).saturating_sub(w));
-    let mut scores = vec![0f32; pos + 1 - first];
-    for h in 0..dims.heads {
-        let g = h / group;
-        let base = g * kv.capacity * hd;
-        let qh = &q[h * hd..(h + 1) * hd];
-        let mut max = f32::NEG_INFINITY;
-        for (i, s) in scores.iter_mut().enumerate() {
-            let j = first + i;
-            *s = dot(qh, &kv.k[base + j * hd..base + (j + 1) * hd]) / scale;
-            if let Some(cap) = scoring.softcap {
-                *s = cap * (*s / cap).tanh();
-            }
-            max = max.max(*s);
-        }
-        let mut sum = 0f32;
-        for s in scores.iter_mut() {
-            *s = (*s - max).exp();
-            sum += *s;
-        }
-        let o = &mut out[h * hd..(h + 1) * hd];
-        o.fill(0.0);
-        for (i, &p) in scores.iter().enumerate() {
-            let j = first + i;
-            let vj = &kv.v[base + j * hd..base + (j + 1) * hd];
-            axpy(o, p / sum, vj);
-        }
-    }
-}
-
-/// Dot product in 8 fixed lanes, then a fixed pairwise sum (same order on every path).
-#[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    #[cfg(all(
-        target_arch = "x86_64",
-        target_feature = "avx2",
-        target_feature = "fma"
-    ))]
-    if a.len().is_multiple_of(8) {
-        // SAFETY: the target features are enabled at compile time; lengths are equal
-        // multiples of 8 (checked here and by the caller's slicing).
-        return unsafe { simd::dot8(a, b) };
-    }
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
-    let s4 = [
-        acc[0] + acc[4],
-        acc[1] + acc[5],
-        acc[2] + acc[6],
-        acc[3] + acc[7],
-    ];
-    (s4[0] + s4[2]) + (s4[1] + s4[3]) + tail
-}
-
-/// `o += w * v`.
-#[inline]
-fn axpy(o: &mut [f32], w: f32, v: &[f32]) {
-    for (x, &v) in o.iter_mut().zip(v) {
-        *x += w * v;
-    }
-}
-
-#[cfg(all(
-    target_arch = "x86_64",
-    target_feature = "avx2",
-    target_feature = "fma"
-))]
-mod simd {
-    use std::arch::x86_64::*;
-
-    /// [`super::dot`] for lengths that are multiples of 8.
-    #[inline]
-    pub(crate) unsafe fn dot8(a: &[f32], b: &[f32]) -> f32 {
-        assert_eq!(a.len(), b.len(), "dot of unequal lengths; this is a bug");
-        let mut acc = _mm256_setzero_ps();
-        for i in (0..a.len()).step_by(8) {
-            let x = _mm256_loadu_ps(a.as_ptr().add(i));
-            acc = _mm256_fmadd_ps(x, _mm256_loadu_ps(b.as_ptr().add(i)), acc);
-        }
-        let s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-        let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-        _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)))
-    }
+    tiled::attend(dims, scoring, q, segments, out, pairs >= PARALLEL_MIN_PAIRS);
 }
 
 #[cfg(test)]

@@ -2,12 +2,138 @@
 
 use super::*;
 
+/// A plain per-query softmax attention: scores, max, exponentials, weighted sum (f64).
+fn reference(dims: Dims, sc: Scoring, q: &[f32], s: SegmentRows, kv: &KvSlices) -> Vec<f32> {
+    let (hd, group) = (dims.head_dim, dims.heads / dims.kv_heads);
+    let mut out = vec![0f32; s.len * dims.heads * hd];
+    for i in 0..s.len {
+        let pos = s.pos + i;
+        let first = sc.window.map_or(0, |w| (pos + 1).saturating_sub(w));
+        for h in 0..dims.heads {
+            let base = (h / group) * kv.capacity * hd;
+            let qh = &q[((s.start + i) * dims.heads + h) * hd..][..hd];
+            let scores: Vec<f64> = (first..=pos)
+                .map(|j| {
+                    let k = &kv.k[base + j * hd..][..hd];
+                    let d: f64 = qh.iter().zip(k).map(|(&a, &b)| a as f64 * b as f64).sum();
+                    let x = d / sc.divisor as f64;
+                    sc.softcap.map_or(x, |c| c as f64 * (x / c as f64).tanh())
+                })
+                .collect();
+            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = scores.iter().map(|x| (x - max).exp()).collect();
+            let sum: f64 = w.iter().sum();
+            let o = &mut out[(i * dims.heads + h) * hd..][..hd];
+            for (wj, j) in w.iter().zip(first..=pos) {
+                for (x, &v) in o.iter_mut().zip(&kv.v[base + j * hd..][..hd]) {
+                    *x += (wj / sum * v as f64) as f32;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Deterministic values in [-1, 1).
+fn noise(n: usize, seed: u32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2654435761).max(1);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x as f32 / u32::MAX as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Attention of rows `rows` of a sequence whose cache holds `cap` keys, as one segment.
+fn run_rows(
+    dims: Dims,
+    sc: Scoring,
+    q: &[f32],
+    kv: KvSlices,
+    rows: std::ops::Range<usize>,
+) -> Vec<f32> {
+    let qw = dims.heads * dims.head_dim;
+    let seg = SegmentRows {
+        start: 0,
+        len: rows.len(),
+        pos: rows.start,
+    };
+    let mut out = vec![0f32; rows.len() * qw];
+    attend_scored(
+        dims,
+        sc,
+        &q[rows.start * qw..rows.end * qw],
+        &[(seg, kv)],
+        &mut out,
+    );
+    out
+}
+
 #[test]
-fn dot_matches_a_plain_sum() {
-    let a: Vec<f32> = (0..67).map(|i| i as f32 * 0.5).collect();
-    let b: Vec<f32> = (0..67).map(|i| 1.0 - i as f32 * 0.25).collect();
-    let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-    assert!((dot(&a, &b) - plain).abs() < 1e-3);
+fn tiled_attention_matches_a_plain_softmax_and_chunks_change_no_bit() {
+    // Odd head width (a tail past the 32- and 8-wide chunks), grouped heads, 150 keys (three
+    // key blocks, the last partial), windows and soft-caps.
+    let dims = Dims {
+        heads: 6,
+        kv_heads: 2,
+        head_dim: 44,
+        interleaved: false,
+        rot: 44,
+    };
+    let (t, hd) = (150, dims.head_dim);
+    let q = noise(t * dims.heads * hd, 1);
+    let (k, v) = (
+        noise(dims.kv_heads * t * hd, 2),
+        noise(dims.kv_heads * t * hd, 3),
+    );
+    let kv = KvSlices {
+        k: &k,
+        v: &v,
+        capacity: t,
+    };
+    let scorings = [
+        Scoring::causal(hd),
+        Scoring {
+            window: Some(70),
+            ..Scoring::causal(hd)
+        },
+        Scoring {
+            softcap: Some(0.5),
+            divisor: 0.25,
+            window: None,
+        },
+    ];
+    for sc in scorings {
+        let whole = run_rows(dims, sc, &q, kv, 0..t);
+        let seg = SegmentRows {
+            start: 0,
+            len: t,
+            pos: 0,
+        };
+        let plain = reference(dims, sc, &q, seg, &kv);
+        for (i, (a, b)) in whole.iter().zip(&plain).enumerate() {
+            assert!(
+                (a - b).abs() < 1e-5,
+                "{sc:?} element {i}: tiled {a}, plain {b}"
+            );
+        }
+        let qw = dims.heads * hd;
+        for split in [1, 63, 64, 65, 149] {
+            let mut parts = run_rows(dims, sc, &q, kv, 0..split);
+            parts.extend(run_rows(dims, sc, &q, kv, split..t));
+            assert_eq!(parts, whole, "{sc:?} split at {split}");
+            let one = run_rows(dims, sc, &q, kv, split - 1..split);
+            assert_eq!(
+                one,
+                whole[(split - 1) * qw..split * qw],
+                "{sc:?} row {}",
+                split - 1
+            );
+        }
+    }
 }
 
 #[test]
@@ -58,4 +184,38 @@ fn rope_rotates_pairs_or_halves() {
     let mut y = [1.0, 2.0, 3.0, 4.0];
     rope_head(&mut y, &[0.0, 1.0], &[1.0, 0.0], false);
     assert_eq!(y, [-3.0, 2.0, 1.0, 4.0]);
+}
+
+/// Timing aid (not a test of speed): 512 query rows after 4096 cached keys, SmolLM2-135M's
+/// shape, three times. `cargo test --release --lib time_attention --
+/// --ignored --nocapture`.
+#[test]
+#[ignore]
+fn time_attention() {
+    let dims = Dims {
+        heads: 9,
+        kv_heads: 3,
+        head_dim: 64,
+        interleaved: false,
+        rot: 64,
+    };
+    let (cap, rows, hd) = (4608, 512, dims.head_dim);
+    let q = noise(rows * dims.heads * hd, 1);
+    let (k, v) = (noise(3 * cap * hd, 2), noise(3 * cap * hd, 3));
+    let kv = KvSlices {
+        k: &k,
+        v: &v,
+        capacity: cap,
+    };
+    let seg = SegmentRows {
+        start: 0,
+        len: rows,
+        pos: 4096,
+    };
+    let mut out = vec![0f32; q.len()];
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        tiled::attend(dims, Scoring::causal(hd), &q, &[(seg, kv)], &mut out, true);
+        println!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    }
 }

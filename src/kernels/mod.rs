@@ -305,10 +305,6 @@ impl QMatrix {
         self.parts.iter().any(|p| p.interleaved)
     }
 
-    /// Bytes of the block data (all parts).
-    pub fn byte_len(&self) -> usize {
-        self.n * self.row_bytes()
-    }
     /// The parts, first row ascending.
     pub(crate) fn parts(&self) -> &[Part] {
         &self.parts

@@ -16,9 +16,10 @@
 //! (`tools/vs-llamacpp` reads it).
 //!
 //! `--repack auto|on|off` loads our model with that setting (the stock column is unaffected).
+//! `--decode-only SEQS` runs nothing but our decode of SEQS sequences (for a profiler).
 //!
 //! `cargo bench --bench engine [-- --rounds N --decode N --threads N --model NAME|FILE
-//! --depth N --json FILE --repack auto|on|off]`
+//! --depth N --json FILE --repack auto|on|off --decode-only SEQS]`
 
 use std::time::Instant;
 
@@ -45,6 +46,7 @@ struct Args {
     depth: usize,
     json: Option<String>,
     repack: Repack,
+    decode_only: Option<usize>,
 }
 
 fn args() -> Args {
@@ -56,6 +58,7 @@ fn args() -> Args {
         depth: 0,
         json: None,
         repack: Repack::Auto,
+        decode_only: None,
     };
     let argv: Vec<String> = std::env::args().collect();
     for w in argv.windows(2) {
@@ -66,6 +69,7 @@ fn args() -> Args {
             "--model" => a.model = Some(w[1].clone()),
             "--depth" => a.depth = w[1].parse().expect("--depth N"),
             "--json" => a.json = Some(w[1].clone()),
+            "--decode-only" => a.decode_only = Some(w[1].parse().expect("--decode-only SEQS")),
             "--repack" => {
                 a.repack = clap::ValueEnum::from_str(&w[1], false).expect("--repack auto|on|off")
             }
@@ -170,6 +174,19 @@ fn ours_decode(m: &Model, prompt: &[u32], seqs: usize, n: usize) -> f64 {
     (seqs * n) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// `--decode-only SEQS`: our decode of SEQS sequences alone, `--rounds` times after one
+/// warm-up, each round's aggregate printed and the best last (a profiling aid: under
+/// `perf record` the step is all there is).
+fn decode_only(m: &Model, prompt: &[u32], seqs: usize, a: &Args) {
+    ours_decode(m, prompt, seqs, 4);
+    let rates: Vec<f64> = (0..a.rounds)
+        .map(|_| ours_decode(m, prompt, seqs, a.decode))
+        .inspect(|r| println!("decode, {seqs} sequences: {r:.1} tok/s (aggregate)"))
+        .collect();
+    let best = rates.iter().copied().fold(0f64, f64::max);
+    println!("best of {}: {best:.1} tok/s", a.rounds);
+}
+
 fn prompt_of(tok: &tokfire::model::tokenizer::Tokenizer, n: usize) -> Vec<u32> {
     let ids = tok.encode(&TEXT.repeat(n / 20 + 2)).unwrap();
     ids[..n].to_vec()
@@ -262,6 +279,9 @@ fn main() {
     let deep = prompt_of(&ours.tokenizer, a.depth + 512);
     let (deep, after) = deep.split_at(a.depth);
     let (mut o, mut s): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![vec![]; 6], vec![vec![]; 3]);
+    if let Some(seqs) = a.decode_only {
+        return decode_only(&ours.model, short, seqs, &a);
+    }
     // One untimed warm-up of every shape for both engines.
     ours_prefill(&ours.model, &p128);
     ours_decode(&ours.model, short, 3, 4);

@@ -68,7 +68,7 @@ fn tiles_straddling_thread_chunks_give_the_references_bits() {
 
 /// A timing aid, not a test: `cargo test --release --lib -- --ignored time_the_layouts
 /// --nocapture` prints the median of GGUF rows against tiles for one Q4_1/Q8_0 matrix of the
-/// default model's shape at T = 1 and 512, on all threads at the best level.
+/// default model's shape at T = 1, 3 and 512, on all threads at the best level.
 #[test]
 #[ignore]
 fn time_the_layouts() {
@@ -84,11 +84,11 @@ fn time_the_layouts() {
         }
         let plain = QMatrix::new(qtype, n, k, bytes).unwrap();
         let tiles = plain.repacked().unwrap();
-        for t in [1, 512] {
+        for t in [1, 3, 512] {
             let x: Vec<f32> = (0..t * k).map(|_| rng.random_range(-3.0f32..3.0)).collect();
             let mut out = vec![0f32; t * n];
             let mut time = |w: &QMatrix| {
-                let mut s: Vec<f64> = (0..if t == 1 { 2000 } else { 20 })
+                let mut s: Vec<f64> = (0..if t < 4 { 2000 } else { 20 })
                     .map(|_| {
                         let start = std::time::Instant::now();
                         matmul_at(super::super::detect(), w, &x, t, &mut out);

@@ -218,6 +218,7 @@ pub(crate) unsafe fn run<K: Kind, D: IDot, const R: usize>(
     out: OutPtr,
 ) {
     let tile_bytes = acts.blocks() * K::BYTES;
+    const { assert!(R == 4, "the remainder tiles cover fewer than 4 rows") };
     assert!(
         w.len() >= cols.end.div_ceil(COLS) * tile_bytes,
         "repacked weights too short; this is a bug"
@@ -230,9 +231,12 @@ pub(crate) unsafe fn run<K: Kind, D: IDot, const R: usize>(
             store(out, r0, c0, &cols, &tile::<K, D, R>(wt, acts, r0));
             r0 += R;
         }
-        while r0 < acts.rows {
-            store(out, r0, c0, &cols, &tile::<K, D, 1>(wt, acts, r0));
-            r0 += 1;
+        // The remainder in one tile, so the weights are unpacked once for a decode's rows.
+        match acts.rows - r0 {
+            1 => store(out, r0, c0, &cols, &tile::<K, D, 1>(wt, acts, r0)),
+            2 => store(out, r0, c0, &cols, &tile::<K, D, 2>(wt, acts, r0)),
+            3 => store(out, r0, c0, &cols, &tile::<K, D, 3>(wt, acts, r0)),
+            _ => {}
         }
     }
 }

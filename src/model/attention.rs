@@ -14,8 +14,9 @@
 
 mod tiled;
 
-/// Below this many query-key pairs × heads a step's attention runs on one thread.
-const PARALLEL_MIN_PAIRS: usize = 1 << 14;
+/// Below this many multiply-adds (query-key pairs × heads × head width, scores and values) a
+/// step's attention runs on one thread: about what a parallel call costs to start.
+const PARALLEL_MIN_MACS: usize = 1 << 18;
 
 /// Model dimensions the block needs.
 #[derive(Debug, Clone, Copy)]
@@ -167,7 +168,8 @@ pub fn attend_scored(
         .map(|(s, _)| s.len * (s.pos + s.len))
         .sum::<usize>()
         * dims.heads;
-    tiled::attend(dims, scoring, q, segments, out, pairs >= PARALLEL_MIN_PAIRS);
+    let macs = pairs * dims.head_dim * 2;
+    tiled::attend(dims, scoring, q, segments, out, macs >= PARALLEL_MIN_MACS);
 }
 
 #[cfg(test)]

@@ -16,10 +16,11 @@
 //! (`tools/vs-llamacpp` reads it).
 //!
 //! `--repack auto|on|off` loads our model with that setting (the stock column is unaffected).
-//! `--decode-only SEQS` runs nothing but our decode of SEQS sequences (for a profiler).
+//! `--decode-only SEQS` runs nothing but our decode of SEQS sequences, `--prefill-only` nothing
+//! but our 512-token prefill (for a profiler).
 //!
 //! `cargo bench --bench engine [-- --rounds N --decode N --threads N --model NAME|FILE
-//! --depth N --json FILE --repack auto|on|off --decode-only SEQS]`
+//! --depth N --json FILE --repack auto|on|off --decode-only SEQS --prefill-only]`
 
 use std::time::Instant;
 
@@ -47,6 +48,7 @@ struct Args {
     json: Option<String>,
     repack: Repack,
     decode_only: Option<usize>,
+    prefill_only: bool,
 }
 
 fn args() -> Args {
@@ -59,8 +61,10 @@ fn args() -> Args {
         json: None,
         repack: Repack::Auto,
         decode_only: None,
+        prefill_only: false,
     };
     let argv: Vec<String> = std::env::args().collect();
+    a.prefill_only = argv.iter().any(|x| x == "--prefill-only");
     for w in argv.windows(2) {
         match w[0].as_str() {
             "--rounds" => a.rounds = w[1].parse().expect("--rounds N"),
@@ -279,6 +283,16 @@ fn main() {
     let deep = prompt_of(&ours.tokenizer, a.depth + 512);
     let (deep, after) = deep.split_at(a.depth);
     let (mut o, mut s): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![vec![]; 6], vec![vec![]; 3]);
+    if a.prefill_only {
+        ours_prefill(&ours.model, &p128);
+        for _ in 0..a.rounds {
+            println!(
+                "prefill 512: {:.1} tok/s",
+                512.0 / ours_prefill(&ours.model, &p512)
+            );
+        }
+        return;
+    }
     if let Some(seqs) = a.decode_only {
         return decode_only(&ours.model, short, seqs, &a);
     }

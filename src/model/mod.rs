@@ -35,6 +35,7 @@ pub mod synthetic_qwen35;
 pub mod tokenizer;
 pub mod tokenizer_spm;
 pub(crate) mod validate;
+pub(crate) mod vmath;
 pub mod weights;
 
 use std::path::{Path, PathBuf};

@@ -1,11 +1,13 @@
 //! The stacked projections of a llama layer: q/k/v and gate/up as one matmul each when our
 //! kernels hold the weights (one weight pass and one activation quantization instead of three
-//! or two), `silu(gate) * up` in one pass over the stacked output, and helpers to read a CPU
-//! tensor's f32 data in place.
+//! or two), `act(gate) * up` in one pass over the stacked output (rows in parallel), and
+//! helpers to read a CPU tensor's f32 data in place.
 
 use candle_core::{CpuStorage, Storage, Tensor};
+use rayon::prelude::*;
 
 use super::linear::Linear;
+use super::vmath;
 
 /// The q, k and v projections: one stacked matmul (`[T, q + k + v]`) when our kernels allow.
 pub(crate) enum Qkv {
@@ -48,16 +50,18 @@ pub enum Act {
 }
 
 impl Act {
-    fn apply(self, g: f32) -> f32 {
+    /// `out[i] = act(g[i]) * u[i]`, one loop per activation so it vectorises ([`vmath`]).
+    fn gate(self, g: &[f32], u: &[f32], out: &mut [f32]) {
+        let it = out.iter_mut().zip(g.iter().zip(u));
         match self {
-            Self::Silu => g / (1.0 + (-g).exp()),
-            Self::GeluTanh => {
-                const C: f32 = 0.797_884_6; // sqrt(2 / pi)
-                0.5 * g * (1.0 + (C * (g + 0.044_715 * g * g * g)).tanh())
-            }
+            Self::Silu => it.for_each(|(o, (&g, &u))| *o = vmath::silu(g) * u),
+            Self::GeluTanh => it.for_each(|(o, (&g, &u))| *o = vmath::gelu_tanh(g) * u),
         }
     }
 }
+
+/// Below this many gate elements a step's activation runs on one thread.
+const PARALLEL_MIN_GATES: usize = 1 << 15;
 
 /// The MLP's gate and up projections: one stacked matmul when our kernels allow, then
 /// `silu(gate) * up` in one pass over its output.
@@ -107,10 +111,18 @@ impl GateUp {
                 let (t, two_f) = gu.dims2()?;
                 let ff = two_f / 2;
                 let out = with_f32(&gu, |gu| {
-                    let mut out = Vec::with_capacity(t * ff);
-                    for row in gu.chunks_exact(two_f) {
-                        let (g, u) = row.split_at(ff);
-                        out.extend(g.iter().zip(u).map(|(&g, &u)| act.apply(g) * u));
+                    let mut out = vec![0f32; t * ff];
+                    let row = |(o, gu): (&mut [f32], &[f32])| {
+                        let (g, u) = gu.split_at(ff);
+                        act.gate(g, u, o)
+                    };
+                    if t * ff >= PARALLEL_MIN_GATES && t > 1 {
+                        let rows = out.par_chunks_exact_mut(ff).zip(gu.par_chunks_exact(two_f));
+                        rows.for_each(row);
+                    } else {
+                        out.chunks_exact_mut(ff)
+                            .zip(gu.chunks_exact(two_f))
+                            .for_each(row);
                     }
                     out
                 })?;

@@ -11,6 +11,7 @@
 //! batched.
 
 use super::{Dims, KvSlices, Scoring, SegmentRows};
+use crate::model::vmath::exp_nonpositive;
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -238,25 +239,6 @@ fn lanes_sum(s: &[f32]) -> f32 {
     ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7])) + tail
 }
 
-/// `e^x` for `x ≤ 0` (a softmax weight) to within a few units in the last place, in plain
-/// arithmetic that vectorises: `x = n ln 2 + r`, a degree-6 polynomial for `e^r`, `2^n` from
-/// the exponent bits. Below -87 (a weight under 1e-38 beside the maximum's 1) it returns
-/// `e^-87`.
-#[inline(always)]
-fn exp_nonpositive(x: f32) -> f32 {
-    const LN2_HI: f32 = 0.693_359_4; // 0.693359375: few bits, so n · LN2_HI is exact
-    const LN2_LO: f32 = -2.121_944_4e-4; // ln 2 - LN2_HI
-    const SHIFT: f32 = 12_582_912.0; // 1.5 · 2^23: adding it rounds to an integer
-    let x = x.max(-87.0);
-    let n = x.mul_add(std::f32::consts::LOG2_E, SHIFT) - SHIFT;
-    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
-    let mut p: f32 = 1.0 / 720.0;
-    for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
-        p = p.mul_add(r, c);
-    }
-    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
-}
-
 /// For each head h of a row, `acc_h += Σ_k w[h, k] · vals[k]` over the block's visible keys,
 /// in key order per element; `H` heads share each load of the values, chunks of `W` elements
 /// stay in registers while the keys stream past (register blocking only: any `H` and `W` give
@@ -338,19 +320,6 @@ fn chunk<const H: usize, const W: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_weight_exponential_is_within_a_few_ulp() {
-        assert_eq!(exp_nonpositive(0.0), 1.0);
-        let mut worst = 0f64;
-        for i in 0..=870_000 {
-            let x = -(i as f32) * 1e-4;
-            let want = (x as f64).exp();
-            worst = worst.max(((exp_nonpositive(x) as f64 - want) / want).abs());
-        }
-        assert!(worst < 3e-7, "worst relative error {worst:e}");
-        assert!(exp_nonpositive(-200.0) < 1e-37);
-    }
 
     #[test]
     fn lane_reductions_equal_plain_ones() {

@@ -27,6 +27,13 @@ unsafe fn acts32(ctx: &Ctx, r: usize, b: usize, off: usize) -> __m256i {
     )
 }
 
+/// The sum of 4 i32 lanes (exact: the min sums stay far inside i32).
+#[inline(always)]
+unsafe fn hsum_i32x4(v: __m128i) -> i32 {
+    let v = _mm_add_epi32(v, _mm_unpackhi_epi64(v, v));
+    _mm_cvtsi128_si32(_mm_add_epi32(v, _mm_shuffle_epi32(v, 1)))
+}
+
 /// Q4_K × Q8_K.
 pub(crate) struct Q4K;
 
@@ -40,13 +47,15 @@ impl Tile for Q4K {
         for b in 0..nb {
             let blk = |c: usize| ctx.w.add((c0 + c) * ctx.row_bytes + b * 144);
             let mut sc = [[0i16; 8]; C];
-            let mut mn = [[0i32; 8]; C];
+            let mut mn = [_mm_setzero_si128(); C];
             for c in 0..C {
                 let scales: [u8; 12] = blk(c).add(4).cast::<[u8; 12]>().read_unaligned();
+                let mut m = [0i16; 8];
                 for j in 0..8 {
-                    let (s, m) = scale_min_k4(j, &scales);
-                    (sc[c][j], mn[c][j]) = (s as i16, m as i32);
+                    let (s, mj) = scale_min_k4(j, &scales);
+                    (sc[c][j], m[j]) = (s as i16, mj as i16);
                 }
+                mn[c] = _mm_loadu_si128(m.as_ptr().cast());
             }
             let mut sumi = [[_mm256_setzero_si256(); C]; R];
             for g in 0..4 {
@@ -72,13 +81,16 @@ impl Tile for Q4K {
             for r in 0..R {
                 let row = (r0 + r) * nb + b;
                 let da = *acts.d.get_unchecked(row);
-                let bsums = &acts.bsums[row * 16..row * 16 + 16];
+                // Sub-block j's activation sum, bsums[2j] + bsums[2j + 1] (|sum| ≤ 32 · 128).
+                let bs = acts.bsums.as_ptr().add(row * 16);
+                let bs = _mm_hadd_epi16(
+                    _mm_loadu_si128(bs.cast()),
+                    _mm_loadu_si128(bs.add(8).cast()),
+                );
                 for c in 0..C {
                     let dw = _mm256_mul_ps(bcast_f16(blk(c)), _mm256_set1_ps(da));
                     acc[r][c] = _mm256_fmadd_ps(dw, _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);
-                    let msum: i32 = (0..8)
-                        .map(|j| mn[c][j] * (bsums[2 * j] as i32 + bsums[2 * j + 1] as i32))
-                        .sum();
+                    let msum = hsum_i32x4(_mm_madd_epi16(mn[c], bs));
                     mins_acc[r][c] += (f16_at(blk(c).add(2)) * da) * msum as f32;
                 }
             }

@@ -167,13 +167,10 @@ pub(crate) fn quantize_q8_1(xs: &[f32], qs: &mut [i8]) -> (f32, f32) {
 /// One Q8_K block (ggml `quantize_row_q8_K_ref`): returns the f32 scale.
 #[inline(always)]
 pub(crate) fn quantize_q8_k(xs: &[f32], qs: &mut [i8]) -> f32 {
-    let (mut max, mut amax) = (0f32, 0f32);
-    for &x in xs {
-        if x.abs() > amax {
-            amax = x.abs();
-            max = x;
-        }
-    }
+    // The first value of the largest magnitude, as the reference's running comparison picks
+    // it (NaNs never win), in two passes so the first vectorises.
+    let amax = amax(xs);
+    let max = xs.iter().copied().find(|x| x.abs() == amax).unwrap_or(0.0);
     if amax == 0.0 {
         qs.fill(0);
         return 0.0;
@@ -189,6 +186,21 @@ pub(crate) fn quantize_q8_k(xs: &[f32], qs: &mut [i8]) -> f32 {
 mod tests {
     use super::*;
     use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    /// Q8_K's scale takes its sign from the first value of the largest magnitude (ggml's
+    /// running comparison), ignoring NaNs.
+    #[test]
+    fn q8_k_takes_the_first_value_of_the_largest_magnitude() {
+        let mut qs = [0i8; QK_K];
+        for (first, second) in [(-3.0f32, 3.0f32), (3.0, -3.0)] {
+            let mut x = [0.5f32; QK_K];
+            (x[7], x[100], x[200]) = (f32::NAN, first, second);
+            let d = quantize_q8_k(&x, &mut qs);
+            assert_eq!(d, 1.0 / (-127.0 / first), "first {first}");
+            assert_eq!((qs[100], qs[200]), (-127, 127), "first {first}");
+        }
+        assert_eq!(quantize_q8_k(&[0.0; QK_K], &mut qs), 0.0);
+    }
 
     /// The AVX2 build rounds exactly as the portable one: random blocks, blocks whose scale is
     /// 1 so halves (2.5, -0.5) meet the rounding, and zero blocks.

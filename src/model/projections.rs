@@ -50,7 +50,8 @@ pub enum Act {
 }
 
 impl Act {
-    /// `out[i] = act(g[i]) * u[i]`, one loop per activation so it vectorises ([`vmath`]).
+    /// `out[i] = act(g[i]) * u[i]`, one loop per activation ([`vmath`]: GELU's vectorises,
+    /// SiLU's calls libm's exponential).
     fn gate(self, g: &[f32], u: &[f32], out: &mut [f32]) {
         let it = out.iter_mut().zip(g.iter().zip(u));
         match self {
@@ -64,7 +65,7 @@ impl Act {
 const PARALLEL_MIN_GATES: usize = 1 << 15;
 
 /// The MLP's gate and up projections: one stacked matmul when our kernels allow, then
-/// `silu(gate) * up` in one pass over its output.
+/// `act(gate) * up` in one pass over its output.
 pub(crate) enum GateUp {
     Fused(Linear),
     Split(Linear, Linear),

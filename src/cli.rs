@@ -152,6 +152,15 @@ pub enum Command {
 }
 
 impl Cli {
+    /// Verbs that only read files and print (no record or result is written after printing):
+    /// these end quietly, as Unix tools do, when their reader closes the pipe (`| head`).
+    pub fn only_prints(&self) -> bool {
+        matches!(
+            self.command,
+            Command::Generate(_) | Command::Inspect(_) | Command::Compare(_) | Command::Report(_)
+        )
+    }
+
     /// The command's `--threads`, where it has one and the user gave it.
     pub fn threads(&self) -> Option<usize> {
         match &self.command {

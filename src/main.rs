@@ -6,6 +6,9 @@ fn main() {
     quiet_library_backtraces();
     file_size_limit_is_an_error();
     let cli = tokfire::cli::Cli::parse();
+    if cli.only_prints() {
+        closed_pipe_ends_quietly();
+    }
     candle_threads(cli.threads());
     if let Err(err) = tokfire::run(cli) {
         let text = tokfire::report::wrap(&format!("Error: {err:#}"));
@@ -35,6 +38,18 @@ fn file_size_limit_is_an_error() {
     // other thread exists; no handler runs.
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// Rust ignores SIGPIPE, so a print to a pipe its reader closed (`tokfire report F | head`)
+/// fails and `println!` panics. For verbs that only print, SIGPIPE's default ends the process
+/// quietly there instead (exit by signal, as `cat` does); verbs that write records keep it
+/// ignored, so a closed pipe cannot kill a run before its record is saved.
+fn closed_pipe_ends_quietly() {
+    // SAFETY: setting a signal's disposition to its default first thing in main, before any
+    // other thread exists; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

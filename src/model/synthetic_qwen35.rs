@@ -44,6 +44,10 @@ pub struct Qwen35Spec {
     /// a bigram table (the next token depends on the last alone) and the MTP block predicts
     /// exactly what the target will, so its drafts are accepted — for acceptance checks.
     pub mirror: bool,
+    /// With `mirror`: uniform noise of this amplitude on every entry of `eh_proj`, so the MTP
+    /// block predicts the target only some of the time (partial acceptance, to compare with
+    /// llama.cpp's); 0 draws nothing from the seed.
+    pub mirror_noise: f32,
 }
 
 impl Default for Qwen35Spec {
@@ -67,6 +71,7 @@ impl Default for Qwen35Spec {
             seed: 35,
             mtp: false,
             mirror: false,
+            mirror_noise: 0.0,
         }
     }
 }
@@ -164,7 +169,7 @@ fn weights(spec: &Qwen35Spec) -> Vec<Weights> {
             };
             let count = rows * cols;
             if spec.mirror {
-                if let Some(v) = mirrored(&name, rows, cols) {
+                if let Some(v) = mirrored(&name, rows, cols, spec.mirror_noise, &mut rng) {
                     return (name, v, (rows, cols));
                 }
             }
@@ -186,7 +191,13 @@ fn weights(spec: &Qwen35Spec) -> Vec<Weights> {
 }
 
 /// A [`Qwen35Spec::mirror`] model's value of tensor `name`, when it is one the mirror sets.
-fn mirrored(name: &str, rows: usize, cols: usize) -> Option<Vec<f32>> {
+fn mirrored(
+    name: &str,
+    rows: usize,
+    cols: usize,
+    noise: f32,
+    rng: &mut StdRng,
+) -> Option<Vec<f32>> {
     let zero = ["attn_output.weight", "ssm_out.weight", "ffn_down.weight"];
     if zero.iter().any(|z| name.ends_with(z)) {
         return Some(vec![0.0; rows * cols]);
@@ -194,7 +205,11 @@ fn mirrored(name: &str, rows: usize, cols: usize) -> Option<Vec<f32>> {
     if name.ends_with("nextn.eh_proj.weight") {
         // [hidden, 2 · hidden]: the first half (the embedding's) as the identity.
         let mut v = vec![0.0; rows * cols];
-        (0..rows).for_each(|r| v[r * cols + r] = 1.0);
+        if noise > 0.0 {
+            v.iter_mut()
+                .for_each(|x| *x = rng.random_range(-noise..noise));
+        }
+        (0..rows).for_each(|r| v[r * cols + r] += 1.0);
         return Some(v);
     }
     let vector = rows == 1 && !name.ends_with("ssm_a") && !name.ends_with("ssm_dt.bias");

@@ -94,7 +94,7 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
     out.push_str(&rates(run, &d.levels));
     out.push_str("<h2>Results</h2>\n");
     out.push_str(&table(sheet));
-    out.push_str("<h2>Speeds</h2>\n");
+    out.push_str("<h2>Speeds and memory</h2>\n");
     out.push_str(&table(&speeds(&d.levels)));
     if let Some(budget) = super::prefix::budget_line(run) {
         let (headers, rows) = super::prefix::cells(&d.levels);
@@ -136,19 +136,35 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
 }
 
 /// Prefill and decode speeds per level, from the summary: prompt tokens/s and decode tokens/s per
-/// sequence (1 ÷ median time per output token), as the one-screen summary's clocks line.
+/// sequence (1 ÷ median time per output token), as the one-screen summary's clocks line; then
+/// the KV peak and, for a hybrid model, its recurrent state and the sum (the state peak).
 fn speeds(levels: &[LevelSummary]) -> SheetTable {
-    let headers = ["jobs", "prefill tok/s", "decode tok/s per sequence"];
+    let hybrid = levels.iter().any(|s| s.peak_state_bytes > 0);
+    let mut headers = vec![
+        "jobs",
+        "prefill tok/s",
+        "decode tok/s per sequence",
+        "KV peak",
+    ];
+    if hybrid {
+        headers.extend(["recurrent state peak", "state peak (KV + recurrent)"]);
+    }
     let rows = levels
         .iter()
         .map(|s| {
-            vec![
+            let mut row = vec![
                 s.jobs.to_string(),
                 s.prompt_tok_s.map_or("n/a".into(), |v| format!("{v:.0}")),
                 s.tpot_median_s
                     .filter(|t| *t > 0.0)
                     .map_or("n/a".into(), |t| format!("{:.1}", 1.0 / t)),
-            ]
+                super::bytes(s.peak_kv_bytes),
+            ];
+            if hybrid {
+                row.push(super::bytes(s.peak_state_bytes));
+                row.push(super::bytes(s.peak_kv_bytes + s.peak_state_bytes));
+            }
+            row
         })
         .collect();
     SheetTable {

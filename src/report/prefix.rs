@@ -44,10 +44,15 @@ pub(crate) fn budget_line(run: &RunRecord) -> Option<String> {
         .map_or("blocks of a size this record does not hold".into(), |b| {
             format!("{b}-token blocks")
         });
+    // A hybrid model's sequence resumes from a block that carries a copy of its recurrent state.
+    let copied = match run.levels.iter().any(|l| l.peak_state_bytes > 0) {
+        true => "KV rows and the recurrent state at the block's end restored into each sequence",
+        false => "rows copied into each sequence",
+    };
     (tokens > 0).then(|| {
         format!(
-            "--prefix-cache on; {tokens} of {} KV tokens = {}, {blocks}, rows copied into each \
-             sequence; emptied at every round's start",
+            "--prefix-cache on; {tokens} of {} KV tokens = {}, {blocks}, {copied}; emptied at \
+             every round's start",
             run.scheduler.kv_budget_tokens,
             super::bytes(tokens as u64 * run.model.kv_bytes_per_token),
         )

@@ -213,8 +213,6 @@ fn quiet_wait_line(run: &RunRecord) -> Option<String> {
     ))
 }
 
-/// What the noise sentinel saw, over every level: quiet, or which levels were disturbed and by
-/// how much; none for records without sentinel readings.
 /// "KV peak X", or for a hybrid model the state held at its peak split into KV rows and
 /// recurrent state.
 fn state_peak(d: &RunSummary) -> String {
@@ -233,6 +231,8 @@ fn state_peak(d: &RunSummary) -> String {
     }
 }
 
+/// What the noise sentinel saw, over every level: quiet, or which levels were disturbed and by
+/// how much; none for records without sentinel readings.
 pub(crate) fn machine_line(d: &RunSummary) -> Option<String> {
     let q: Vec<&crate::record::quiet::QuietFigures> = d
         .levels

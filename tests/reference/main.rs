@@ -9,5 +9,6 @@ mod gemma_real;
 mod gemma_reference;
 mod oracle;
 mod qwen35;
+mod qwen35_mtp;
 mod real_model;
 mod reference_synthetic;

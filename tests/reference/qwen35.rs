@@ -146,8 +146,9 @@ fn the_state_after_a_chunked_prefill_equals_the_one_chunk_state() {
 }
 
 /// Writes a Qwen3.5 model of the shape asked for (`TOKFIRE_QWEN35_SHAPE`: `tiny`, the oracle's
-/// `qwen35-mtp` model with a 4096-token context, or `0.8b`, Qwen3.5-0.8B's shape with this
-/// tokenizer's vocabulary, Q8_0), both with an MTP block, to `$TOKFIRE_QWEN35_OUT`, for the CLI
+/// `qwen35-mtp` model with a 4096-token context; `0.8b`, Qwen3.5-0.8B's shape with this
+/// tokenizer's vocabulary, Q8_0; `mirror`, whose MTP block always predicts the target;
+/// `mirror-noise-A`, the same with noise of amplitude A on `eh_proj`), each with an MTP block, to `$TOKFIRE_QWEN35_OUT`, for the CLI
 /// and the engine bench.
 #[test]
 #[ignore = "writes a model for manual runs; set TOKFIRE_QWEN35_OUT"]
@@ -174,12 +175,23 @@ fn write_qwen35_model() {
             seed: 8,
             mtp: true,
             mirror: false,
+            mirror_noise: 0.0,
         },
         Ok("mirror") => Qwen35Spec {
             context: 4096,
             mtp: true,
             mirror: true,
             seed: 38,
+            ..Qwen35Spec::default()
+        },
+        Ok(s) if s.starts_with("mirror-noise-") => Qwen35Spec {
+            context: 4096,
+            mtp: true,
+            mirror: true,
+            mirror_noise: s["mirror-noise-".len()..]
+                .parse()
+                .expect("mirror-noise-AMPLITUDE"),
+            seed: 39,
             ..Qwen35Spec::default()
         },
         _ => Qwen35Spec {

@@ -106,3 +106,38 @@ fn time_the_layouts() {
         }
     }
 }
+
+/// A timing aid, not a test: `cargo test --release --lib -- --ignored time_the_kquants
+/// --nocapture` prints the median of one Q4_K and one Q6_K matrix of Gemma 3 270M's `ffn_down`
+/// shape (640 × 2048, GGUF rows: the K-quants have no tiles) at T = 1, 3 and 512, on all
+/// threads at the best level.
+#[test]
+#[ignore]
+fn time_the_kquants() {
+    let mut rng = StdRng::seed_from_u64(11);
+    for (qtype, d_at) in [(QType::Q4K, [0, 2]), (QType::Q6K, [208, 208])] {
+        let (n, k) = (640, 2048);
+        let bb = qtype.block_bytes();
+        let mut bytes = vec![0u8; n * k / 256 * bb];
+        rng.fill(bytes.as_mut_slice());
+        for blk in bytes.chunks_exact_mut(bb) {
+            for at in d_at {
+                blk[at..at + 2].copy_from_slice(&half::f16::from_f32(0.01).to_le_bytes());
+            }
+        }
+        let w = QMatrix::new(qtype, n, k, bytes).unwrap();
+        for t in [1, 3, 512] {
+            let x: Vec<f32> = (0..t * k).map(|_| rng.random_range(-3.0f32..3.0)).collect();
+            let mut out = vec![0f32; t * n];
+            let mut s: Vec<f64> = (0..if t < 4 { 2000 } else { 20 })
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    matmul_at(super::super::detect(), &w, &x, t, &mut out);
+                    start.elapsed().as_secs_f64()
+                })
+                .collect();
+            s.sort_by(f64::total_cmp);
+            println!("{qtype:?} T={t}: {:.1} µs", s[s.len() / 2] * 1e6);
+        }
+    }
+}

@@ -45,7 +45,7 @@ pub(crate) fn matmul_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize
 }
 
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-unsafe fn tiles<K: tiles8::Kind>(w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
+unsafe fn tiles<K: tiles8::Tiled>(w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
     tiles8::run::<K, Dpbusd, 4>(w, acts, cols, out)
 }
 
@@ -62,6 +62,7 @@ pub(crate) fn tiles_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>
             QType::Q4_1 => tiles::<tiles8::Q4_1>(w, acts, cols, out),
             QType::Q5_0 => tiles::<tiles8::Q5_0>(w, acts, cols, out),
             QType::Q8_0 => tiles::<tiles8::Q8_0>(w, acts, cols, out),
+            QType::Q4K => tiles::<super::tiles8k::Q4K>(w, acts, cols, out),
             _ => unreachable!("no tile kernel for {qtype:?}; repack::supports is the gate"),
         }
     }

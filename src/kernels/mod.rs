@@ -20,6 +20,7 @@ pub mod matmul;
 pub(crate) mod pool;
 pub mod quantize;
 pub(crate) mod repack;
+mod repack_k;
 pub mod runtime;
 pub mod scalar;
 
@@ -33,6 +34,8 @@ mod kquants;
 mod simd;
 #[cfg(target_arch = "x86_64")]
 mod tiles8;
+#[cfg(target_arch = "x86_64")]
+mod tiles8k;
 
 use std::borrow::Cow;
 use std::fmt;

@@ -17,8 +17,12 @@
 //! `d_w * d_a` and the sum, as ggml's repacked kernels do), so a repacked matrix gives that
 //! reference's bits at every kernel level, whatever T and whichever rows share the call.
 //!
+//! Q4_K's tile-blocks decode its packed 6-bit scales to bytes ([`super::repack_k`]); its
+//! outputs are [`scalar::dot_row_fused`]'s too (the integer sum of a super-block exact, then
+//! fused multiply-adds for the scale and the min term).
+//!
 //! Only whole tiles are repacked: a part whose rows are not a multiple of 8, or of a block type
-//! without a tile kernel (the K-quants), keeps the GGUF layout.
+//! without a tile kernel (Q6_K), keeps the GGUF layout.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -26,14 +30,25 @@ use std::ops::Range;
 use super::blocks::QType;
 use super::matmul::OutPtr;
 use super::quantize::Acts;
-use super::{scalar, Level};
+use super::{repack_k, scalar, Level};
 
 /// Weight rows (output columns) per tile.
 pub(crate) const COLS: usize = 8;
 
 /// Whether `qtype` has tile kernels.
 pub(crate) fn supports(qtype: QType) -> bool {
-    matches!(qtype, QType::Q4_0 | QType::Q4_1 | QType::Q5_0 | QType::Q8_0)
+    matches!(
+        qtype,
+        QType::Q4_0 | QType::Q4_1 | QType::Q5_0 | QType::Q8_0 | QType::Q4K
+    )
+}
+
+/// Bytes of one tile-block (8 rows × one block) of `qtype`.
+pub(crate) fn tile_block_bytes(qtype: QType) -> usize {
+    match qtype {
+        QType::Q4K => repack_k::Q4K_TILE_BYTES,
+        _ => COLS * qtype.block_bytes(),
+    }
 }
 
 /// The f16 fields at the start of a block of `qtype`.
@@ -50,12 +65,16 @@ pub(crate) fn interleave(qtype: QType, src: &[u8], rows: usize) -> Option<Vec<u8
     if !supports(qtype) || rows == 0 || !rows.is_multiple_of(COLS) {
         return None;
     }
-    let (bb, row_bytes) = (qtype.block_bytes(), src.len() / rows);
+    let (bb, row_bytes, tbb) = (
+        qtype.block_bytes(),
+        src.len() / rows,
+        tile_block_bytes(qtype),
+    );
     let nb = row_bytes / bb;
-    let mut out = vec![0u8; src.len()];
+    let mut out = vec![0u8; rows / COLS * nb * tbb];
     for t in 0..rows / COLS {
         for b in 0..nb {
-            let dst = &mut out[(t * nb + b) * COLS * bb..][..COLS * bb];
+            let dst = &mut out[(t * nb + b) * tbb..][..tbb];
             for j in 0..COLS {
                 let blk = &src[(t * COLS + j) * row_bytes + b * bb..][..bb];
                 move_block(qtype, blk, dst, j);
@@ -67,12 +86,12 @@ pub(crate) fn interleave(qtype: QType, src: &[u8], rows: usize) -> Option<Vec<u8
 
 /// The GGUF bytes of row `r` of tiles `src` (`rows` rows): the inverse of [`interleave`].
 pub(crate) fn row(qtype: QType, src: &[u8], rows: usize, r: usize) -> Vec<u8> {
-    let (bb, row_bytes) = (qtype.block_bytes(), src.len() / rows);
-    let nb = row_bytes / bb;
+    let (bb, tbb) = (qtype.block_bytes(), tile_block_bytes(qtype));
+    let nb = src.len() / (rows / COLS) / tbb;
     let (t, j) = (r / COLS, r % COLS);
-    let mut out = vec![0u8; row_bytes];
+    let mut out = vec![0u8; nb * bb];
     for b in 0..nb {
-        let tile_block = &src[(t * nb + b) * COLS * bb..][..COLS * bb];
+        let tile_block = &src[(t * nb + b) * tbb..][..tbb];
         move_block_out(qtype, tile_block, &mut out[b * bb..(b + 1) * bb], j);
     }
     out
@@ -80,6 +99,9 @@ pub(crate) fn row(qtype: QType, src: &[u8], rows: usize, r: usize) -> Vec<u8> {
 
 /// Copies GGUF block `blk` into column `j` of tile-block `dst`.
 fn move_block(qtype: QType, blk: &[u8], dst: &mut [u8], j: usize) {
+    if qtype == QType::Q4K {
+        return repack_k::pack(blk, dst, j);
+    }
     let f = fields(qtype);
     for i in 0..f {
         dst[i * 2 * COLS + j * 2..][..2].copy_from_slice(&blk[i * 2..i * 2 + 2]);
@@ -115,6 +137,9 @@ fn gather_high_bits(h: u32) -> u32 {
 
 /// Copies column `j` of tile-block `src` out as one GGUF block `blk`.
 fn move_block_out(qtype: QType, src: &[u8], blk: &mut [u8], j: usize) {
+    if qtype == QType::Q4K {
+        return repack_k::unpack(src, blk, j);
+    }
     let f = fields(qtype);
     for i in 0..f {
         blk[i * 2..i * 2 + 2].copy_from_slice(&src[i * 2 * COLS + j * 2..][..2]);
@@ -153,8 +178,7 @@ pub(crate) fn matmul_cols(
 
 /// The reference: each column's GGUF row rebuilt, dotted by [`scalar::dot_row_fused`].
 fn scalar_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>, out: OutPtr) {
-    let row_bytes = acts.blocks() * qtype.block_bytes();
-    let tiles = w.len() / (row_bytes * COLS);
+    let tiles = w.len() / (acts.blocks() * tile_block_bytes(qtype));
     for c in cols {
         let wr = row(qtype, w, tiles * COLS, c);
         for r in 0..acts.rows {

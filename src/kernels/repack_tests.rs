@@ -67,77 +67,63 @@ fn tiles_straddling_thread_chunks_give_the_references_bits() {
 }
 
 /// A timing aid, not a test: `cargo test --release --lib -- --ignored time_the_layouts
-/// --nocapture` prints the median of GGUF rows against tiles for one Q4_1/Q8_0 matrix of the
-/// default model's shape at T = 1, 3 and 512, on all threads at the best level.
+/// --nocapture` prints the median of GGUF rows against tiles at T = 1, 3 and 512, on all
+/// threads at the best level: the 32-value types at the default model's `ffn_up` shape
+/// (1536 × 576), the K-quants at Gemma 3 270M's `ffn_down` (640 × 2048; Q6_K has rows only).
 #[test]
 #[ignore]
 fn time_the_layouts() {
     let mut rng = StdRng::seed_from_u64(10);
-    for qtype in [QType::Q4_1, QType::Q8_0, QType::Q4_0, QType::Q5_0] {
-        let (n, k) = (1536, 576);
+    let types: [(QType, &[usize]); 6] = [
+        (QType::Q4_1, &[0, 2]),
+        (QType::Q8_0, &[0]),
+        (QType::Q4_0, &[0]),
+        (QType::Q5_0, &[0]),
+        (QType::Q4K, &[0, 2]),
+        (QType::Q6K, &[208]),
+    ];
+    for (qtype, f16_at) in types {
+        let (n, k) = match qtype.block_len() {
+            256 => (640, 2048),
+            _ => (1536, 576),
+        };
         let bb = qtype.block_bytes();
-        let mut bytes = vec![0u8; n * k / 32 * bb];
+        let mut bytes = vec![0u8; n * k / qtype.block_len() * bb];
         rng.fill(bytes.as_mut_slice());
         for blk in bytes.chunks_exact_mut(bb) {
-            blk[..2].copy_from_slice(&half::f16::from_f32(0.01).to_le_bytes());
-            blk[2..4].copy_from_slice(&half::f16::from_f32(0.01).to_le_bytes());
+            for &at in f16_at {
+                blk[at..at + 2].copy_from_slice(&half::f16::from_f32(0.01).to_le_bytes());
+            }
         }
         let plain = QMatrix::new(qtype, n, k, bytes).unwrap();
-        let tiles = plain.repacked().unwrap();
+        let tiles = plain.repacked();
         for t in [1, 3, 512] {
             let x: Vec<f32> = (0..t * k).map(|_| rng.random_range(-3.0f32..3.0)).collect();
-            let mut out = vec![0f32; t * n];
-            let mut time = |w: &QMatrix| {
-                let mut s: Vec<f64> = (0..if t < 4 { 2000 } else { 20 })
-                    .map(|_| {
-                        let start = std::time::Instant::now();
-                        matmul_at(super::super::detect(), w, &x, t, &mut out);
-                        start.elapsed().as_secs_f64()
-                    })
-                    .collect();
-                s.sort_by(f64::total_cmp);
-                s[s.len() / 2] * 1e6
-            };
-            let (a, b) = (time(&plain), time(&tiles));
-            println!(
-                "{qtype:?} T={t}: rows {a:.1} µs, tiles {b:.1} µs ({:.2}×)",
-                a / b
-            );
+            let rows = median_us(&plain, &x, t);
+            match &tiles {
+                Some(tiles) => {
+                    let b = median_us(tiles, &x, t);
+                    println!(
+                        "{qtype:?} T={t}: rows {rows:.1} µs, tiles {b:.1} µs ({:.2}×)",
+                        rows / b
+                    );
+                }
+                None => println!("{qtype:?} T={t}: rows {rows:.1} µs (no tiles)"),
+            }
         }
     }
 }
 
-/// A timing aid, not a test: `cargo test --release --lib -- --ignored time_the_kquants
-/// --nocapture` prints the median of one Q4_K and one Q6_K matrix of Gemma 3 270M's `ffn_down`
-/// shape (640 × 2048, GGUF rows: the K-quants have no tiles) at T = 1, 3 and 512, on all
-/// threads at the best level.
-#[test]
-#[ignore]
-fn time_the_kquants() {
-    let mut rng = StdRng::seed_from_u64(11);
-    for (qtype, d_at) in [(QType::Q4K, [0, 2]), (QType::Q6K, [208, 208])] {
-        let (n, k) = (640, 2048);
-        let bb = qtype.block_bytes();
-        let mut bytes = vec![0u8; n * k / 256 * bb];
-        rng.fill(bytes.as_mut_slice());
-        for blk in bytes.chunks_exact_mut(bb) {
-            for at in d_at {
-                blk[at..at + 2].copy_from_slice(&half::f16::from_f32(0.01).to_le_bytes());
-            }
-        }
-        let w = QMatrix::new(qtype, n, k, bytes).unwrap();
-        for t in [1, 3, 512] {
-            let x: Vec<f32> = (0..t * k).map(|_| rng.random_range(-3.0f32..3.0)).collect();
-            let mut out = vec![0f32; t * n];
-            let mut s: Vec<f64> = (0..if t < 4 { 2000 } else { 20 })
-                .map(|_| {
-                    let start = std::time::Instant::now();
-                    matmul_at(super::super::detect(), &w, &x, t, &mut out);
-                    start.elapsed().as_secs_f64()
-                })
-                .collect();
-            s.sort_by(f64::total_cmp);
-            println!("{qtype:?} T={t}: {:.1} µs", s[s.len() / 2] * 1e6);
-        }
-    }
+/// The median time of `w · x` (T = `t`) at the best level, µs: 2000 calls at T < 4, else 20.
+fn median_us(w: &QMatrix, x: &[f32], t: usize) -> f64 {
+    let mut out = vec![0f32; t * w.n()];
+    let mut s: Vec<f64> = (0..if t < 4 { 2000 } else { 20 })
+        .map(|_| {
+            let start = std::time::Instant::now();
+            matmul_at(super::super::detect(), w, x, t, &mut out);
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2] * 1e6
 }

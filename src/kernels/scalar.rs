@@ -51,10 +51,14 @@ pub fn dot_row(qtype: QType, w: &[u8], acts: &Acts, r: usize) -> f32 {
 /// The reference of the repacked tile kernels ([`super::repack`]), for the block types they
 /// run: per block the exact integer dot, then `acc = fma(d_w * d_a, sumi, acc)` (then
 /// `acc = fma(m_w, s_a, acc)` for Q4_1), one rounding per product-add as ggml's repacked
-/// kernels round (`_mm256_fmadd_ps` of the column and row scales' product).
+/// kernels round (`_mm256_fmadd_ps` of the column and row scales' product). Q4_K: see
+/// [`q4k_fused`].
 pub fn dot_row_fused(qtype: QType, w: &[u8], acts: &Acts, r: usize) -> f32 {
     let nb = acts.blocks();
     debug_assert_eq!(w.len(), nb * qtype.block_bytes());
+    if qtype == QType::Q4K {
+        return q4k_fused(w, acts, r);
+    }
     let mut acc = 0f32;
     for b in 0..nb {
         let blk = &w[b * qtype.block_bytes()..(b + 1) * qtype.block_bytes()];
@@ -88,6 +92,22 @@ pub fn dot_row_fused(qtype: QType, w: &[u8], acts: &Acts, r: usize) -> f32 {
     acc
 }
 
+/// Q4_K's fused reference: per super-block the exact `isumq = sum(sc * dot)` and
+/// `msum = sum(m * bsum)`, then `acc = fma(d_w * d_a, isumq, acc)` and
+/// `macc = fma(dmin_w * d_a, msum, macc)`; the result `acc - macc`.
+fn q4k_fused(w: &[u8], acts: &Acts, r: usize) -> f32 {
+    let nb = acts.blocks();
+    let (mut acc, mut macc) = (0f32, 0f32);
+    for b in 0..nb {
+        let x: BlockQ4K = read(&w[b * 144..(b + 1) * 144]);
+        let (a, i) = (acts.block(r, b), r * nb + b);
+        let (isumq, msum) = q4k_sums(&x, a, &acts.bsums[i * 16..][..16]);
+        acc = (x.d.to_f32() * acts.d[i]).mul_add(isumq as f32, acc);
+        macc = (x.dmin.to_f32() * acts.d[i]).mul_add(msum as f32, macc);
+    }
+    acc - macc
+}
+
 /// Reads one block struct from its bytes (any alignment).
 fn read<T: Copy>(blk: &[u8]) -> T {
     assert!(
@@ -112,6 +132,12 @@ fn isum(a: &[i8]) -> i32 {
 }
 
 fn q4k_block(x: &BlockQ4K, a: &[i8], bsums: &[i16], da: f32) -> f32 {
+    let (isumq, msum) = q4k_sums(x, a, bsums);
+    (x.d.to_f32() * da) * isumq as f32 - (x.dmin.to_f32() * da) * msum as f32
+}
+
+/// A Q4_K block's exact `sum(sc * dot)` over its sub-blocks and `sum(m * bsum)`.
+fn q4k_sums(x: &BlockQ4K, a: &[i8], bsums: &[i16]) -> (i32, i32) {
     let mut isumq = 0i32;
     let mut msum = 0i32;
     for j in 0..8 {
@@ -122,7 +148,7 @@ fn q4k_block(x: &BlockQ4K, a: &[i8], bsums: &[i16], da: f32) -> f32 {
         isumq += sc as i32 * dot;
         msum += m as i32 * (bsums[2 * j] as i32 + bsums[2 * j + 1] as i32);
     }
-    (x.d.to_f32() * da) * isumq as f32 - (x.dmin.to_f32() * da) * msum as f32
+    (isumq, msum)
 }
 
 fn q6k_block(x: &BlockQ6K, a: &[i8], da: f32) -> f32 {

@@ -158,35 +158,46 @@ impl Kind for Q8_0 {
     }
 }
 
-/// Rows `r0..r0 + R` × the 8 columns of the tile at `w` (its `nb` tile-blocks).
-#[inline(always)]
-unsafe fn tile<K: Kind, D: IDot, const R: usize>(
-    w: *const u8,
-    acts: &Acts,
-    r0: usize,
-) -> [__m256; R] {
-    let nb = acts.blocks();
-    let mut acc = [_mm256_setzero_ps(); R];
-    for b in 0..nb {
-        let blk = w.add(b * K::BYTES);
-        let dw = _mm256_cvtph_ps(_mm_loadu_si128(blk.cast()));
-        let wq = K::values(blk);
-        for r in 0..R {
-            let i = (r0 + r) * nb + b;
-            let a = acts.qs.as_ptr().add((r0 + r) * acts.k + b * 32);
-            let group = |g: usize| _mm256_set1_epi32(a.add(4 * g).cast::<i32>().read_unaligned());
-            let (mut s0, mut s1) = (K::start(acts, i), _mm256_setzero_si256());
-            for g in (0..8).step_by(2) {
-                s0 = K::dot::<D>(s0, wq[g], group(g));
-                s1 = K::dot::<D>(s1, wq[g + 1], group(g + 1));
+/// A tile kernel: R rows × the 8 columns of one tile, over all its tile-blocks.
+pub(crate) trait Tiled {
+    /// Bytes of one tile-block (8 columns × one block).
+    const BYTES: usize;
+    /// Rows `r0..r0 + R` × the 8 columns of the tile at `w`, one f32 lane per column.
+    unsafe fn tile<D: IDot, const R: usize>(w: *const u8, acts: &Acts, r0: usize) -> [__m256; R];
+}
+
+impl<K: Kind> Tiled for K {
+    const BYTES: usize = K::BYTES;
+    #[inline(always)]
+    unsafe fn tile<D: IDot, const R: usize>(w: *const u8, acts: &Acts, r0: usize) -> [__m256; R] {
+        let nb = acts.blocks();
+        let mut acc = [_mm256_setzero_ps(); R];
+        for b in 0..nb {
+            let blk = w.add(b * K::BYTES);
+            let dw = _mm256_cvtph_ps(_mm_loadu_si128(blk.cast()));
+            let wq = K::values(blk);
+            for r in 0..R {
+                let i = (r0 + r) * nb + b;
+                let a = acts.qs.as_ptr().add((r0 + r) * acts.k + b * 32);
+                let (mut s0, mut s1) = (K::start(acts, i), _mm256_setzero_si256());
+                for g in (0..8).step_by(2) {
+                    s0 = K::dot::<D>(s0, wq[g], group(a.add(4 * g)));
+                    s1 = K::dot::<D>(s1, wq[g + 1], group(a.add(4 * g + 4)));
+                }
+                let sumi = _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1));
+                let da = _mm256_set1_ps(*acts.d.get_unchecked(i));
+                acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), sumi, acc[r]);
+                acc[r] = K::extra(acc[r], blk, acts, i);
             }
-            let sumi = _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1));
-            let da = _mm256_set1_ps(*acts.d.get_unchecked(i));
-            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), sumi, acc[r]);
-            acc[r] = K::extra(acc[r], blk, acts, i);
         }
+        acc
     }
-    acc
+}
+
+/// The 4 activations at `a` broadcast to every lane.
+#[inline(always)]
+pub(crate) unsafe fn group(a: *const i8) -> __m256i {
+    _mm256_set1_epi32(a.cast::<i32>().read_unaligned())
 }
 
 /// Writes the columns of tile `c0..c0 + 8` that lie in `cols`.
@@ -211,7 +222,7 @@ unsafe fn store<const R: usize>(
 
 /// Columns `cols` for all rows: for each tile touching `cols`, R-row tiles and the remainder.
 #[inline(always)]
-pub(crate) unsafe fn run<K: Kind, D: IDot, const R: usize>(
+pub(crate) unsafe fn run<K: Tiled, D: IDot, const R: usize>(
     w: &[u8],
     acts: &Acts,
     cols: Range<usize>,
@@ -228,14 +239,14 @@ pub(crate) unsafe fn run<K: Kind, D: IDot, const R: usize>(
         let c0 = t * COLS;
         let mut r0 = 0;
         while r0 + R <= acts.rows {
-            store(out, r0, c0, &cols, &tile::<K, D, R>(wt, acts, r0));
+            store(out, r0, c0, &cols, &K::tile::<D, R>(wt, acts, r0));
             r0 += R;
         }
         // The remainder in one tile, so the weights are unpacked once for a decode's rows.
         match acts.rows - r0 {
-            1 => store(out, r0, c0, &cols, &tile::<K, D, 1>(wt, acts, r0)),
-            2 => store(out, r0, c0, &cols, &tile::<K, D, 2>(wt, acts, r0)),
-            3 => store(out, r0, c0, &cols, &tile::<K, D, 3>(wt, acts, r0)),
+            1 => store(out, r0, c0, &cols, &K::tile::<D, 1>(wt, acts, r0)),
+            2 => store(out, r0, c0, &cols, &K::tile::<D, 2>(wt, acts, r0)),
+            3 => store(out, r0, c0, &cols, &K::tile::<D, 3>(wt, acts, r0)),
             _ => {}
         }
     }

@@ -201,8 +201,8 @@ pub struct ModelArgs {
     /// reads every tensor into memory.
     #[arg(long, value_enum, default_value_t = LoadMode::Mmap)]
     pub load: LoadMode,
-    /// Quantized matrices our CPU kernels run (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K) repacked into
-    /// 8-row tiles at load: faster prefill and decode, each result its scalar reference's bits,
+    /// Quantized matrices our CPU kernels run (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K) repacked
+    /// into 8-row tiles at load: faster prefill and decode, each result its scalar reference's bits,
     /// at the cost of the load's repack time and of owning the bytes (not borrowing the mapped
     /// file). auto repacks where our kernels run; on also refuses candle's kernels and GPUs.
     #[arg(long, value_enum, default_value_t = Repack::Auto)]

@@ -262,8 +262,6 @@ fn only_whole_tiles_of_tiled_types_repack() {
         odd.repacked().is_none(),
         "12 rows are not whole 8-row tiles"
     );
-    let q6 = random_matrix(QType::Q6K, 16, 256, &mut rng, random_scales);
-    assert!(q6.repacked().is_none(), "Q6_K has no tile kernel");
 }
 
 #[test]

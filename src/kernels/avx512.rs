@@ -63,7 +63,7 @@ pub(crate) fn tiles_cols(qtype: QType, w: &[u8], acts: &Acts, cols: Range<usize>
             QType::Q5_0 => tiles::<tiles8::Q5_0>(w, acts, cols, out),
             QType::Q8_0 => tiles::<tiles8::Q8_0>(w, acts, cols, out),
             QType::Q4K => tiles::<super::tiles8k::Q4K>(w, acts, cols, out),
-            _ => unreachable!("no tile kernel for {qtype:?}; repack::supports is the gate"),
+            QType::Q6K => tiles::<super::tiles8k::Q6K>(w, acts, cols, out),
         }
     }
 }

@@ -17,12 +17,13 @@
 //! `d_w * d_a` and the sum, as ggml's repacked kernels do), so a repacked matrix gives that
 //! reference's bits at every kernel level, whatever T and whichever rows share the call.
 //!
-//! Q4_K's tile-blocks decode its packed 6-bit scales to bytes ([`super::repack_k`]); its
-//! outputs are [`scalar::dot_row_fused`]'s too (the integer sum of a super-block exact, then
-//! fused multiply-adds for the scale and the min term).
+//! The K-quants' tile-blocks ([`super::repack_k`]) lay their scales out per sub-block (Q4_K's
+//! packed 6-bit scales decoded to bytes); their outputs are [`scalar::dot_row_fused`]'s too
+//! (the integer sum of a super-block exact, then fused multiply-adds for the scale and, for
+//! Q4_K, the min term).
 //!
-//! Only whole tiles are repacked: a part whose rows are not a multiple of 8, or of a block type
-//! without a tile kernel (Q6_K), keeps the GGUF layout.
+//! Only whole tiles are repacked: a part whose rows are not a multiple of 8 keeps the GGUF
+//! layout.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -39,7 +40,7 @@ pub(crate) const COLS: usize = 8;
 pub(crate) fn supports(qtype: QType) -> bool {
     matches!(
         qtype,
-        QType::Q4_0 | QType::Q4_1 | QType::Q5_0 | QType::Q8_0 | QType::Q4K
+        QType::Q4_0 | QType::Q4_1 | QType::Q5_0 | QType::Q8_0 | QType::Q4K | QType::Q6K
     )
 }
 
@@ -99,8 +100,10 @@ pub(crate) fn row(qtype: QType, src: &[u8], rows: usize, r: usize) -> Vec<u8> {
 
 /// Copies GGUF block `blk` into column `j` of tile-block `dst`.
 fn move_block(qtype: QType, blk: &[u8], dst: &mut [u8], j: usize) {
-    if qtype == QType::Q4K {
-        return repack_k::pack(blk, dst, j);
+    match qtype {
+        QType::Q4K => return repack_k::pack_q4k(blk, dst, j),
+        QType::Q6K => return repack_k::pack_q6k(blk, dst, j),
+        _ => {}
     }
     let f = fields(qtype);
     for i in 0..f {
@@ -137,8 +140,10 @@ fn gather_high_bits(h: u32) -> u32 {
 
 /// Copies column `j` of tile-block `src` out as one GGUF block `blk`.
 fn move_block_out(qtype: QType, src: &[u8], blk: &mut [u8], j: usize) {
-    if qtype == QType::Q4K {
-        return repack_k::unpack(src, blk, j);
+    match qtype {
+        QType::Q4K => return repack_k::unpack_q4k(src, blk, j),
+        QType::Q6K => return repack_k::unpack_q6k(src, blk, j),
+        _ => {}
     }
     let f = fields(qtype);
     for i in 0..f {

@@ -82,7 +82,11 @@ pub fn dot_row_fused(qtype: QType, w: &[u8], acts: &Acts, r: usize) -> f32 {
                 let sumi = x.qs.iter().zip(a).map(|(&w, &a)| w as i32 * a as i32).sum();
                 (x.d, sumi, None)
             }
-            _ => unreachable!("no tile kernel for {qtype:?}; repack::supports is the gate"),
+            QType::Q6K => {
+                let x: BlockQ6K = read(blk);
+                (x.d, q6k_isum(&x, a), None)
+            }
+            QType::Q4K => unreachable!("Q4_K's fused reference is q4k_fused"),
         };
         acc = (d.to_f32() * acts.d[i]).mul_add(sumi as f32, acc);
         if let Some(m) = m {
@@ -152,6 +156,11 @@ fn q4k_sums(x: &BlockQ4K, a: &[i8], bsums: &[i16]) -> (i32, i32) {
 }
 
 fn q6k_block(x: &BlockQ6K, a: &[i8], da: f32) -> f32 {
+    (x.d.to_f32() * da) * q6k_isum(x, a) as f32
+}
+
+/// A Q6_K block's exact `sum(sc * dot)` over its 16 sub-blocks, the offset 32 removed.
+fn q6k_isum(x: &BlockQ6K, a: &[i8]) -> i32 {
     let mut isumq = 0i32;
     for j in 0..16 {
         let dot: i32 = (j * 16..j * 16 + 16)
@@ -159,7 +168,7 @@ fn q6k_block(x: &BlockQ6K, a: &[i8], da: f32) -> f32 {
             .sum();
         isumq += x.scales[j] as i32 * dot;
     }
-    (x.d.to_f32() * da) * isumq as f32
+    isumq
 }
 
 /// `out[r * n + c] = dot(w row c, act row r)` for columns `cols` of an `n`-column output.

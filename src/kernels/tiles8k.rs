@@ -1,17 +1,20 @@
-//! The Q4_K tile kernel over repacked weights ([`super::repack_k`]): the 8 columns of a tile in
-//! the 8 lanes of one register, as [`super::tiles8`] does for the 32-value types.
+//! The K-quant tile kernels over repacked weights ([`super::repack_k`]): the 8 columns of a
+//! tile in the 8 lanes of one register, as [`super::tiles8`] does for the 32-value types.
 //!
-//! Per super-block and row: each sub-block's integer dot of all 8 columns (8 dots of a
-//! broadcast group of 4 activations), times the 8 columns' scales of that sub-block, summed
-//! over the 8 sub-blocks: each lane's exact `sum(sc * dot)`; the min term `sum(m * bsum)` the
-//! same way from the activations' 16-value sums. Then `acc = fma(d_w * d_a, sumi, acc)` and
-//! `macc = fma(dmin_w * d_a, msum, macc)`, and the column's result is `acc - macc`: the bits
-//! of [`super::scalar::dot_row_fused`] at every level.
+//! Per super-block and row: each sub-block's integer dot of all 8 columns (dots of broadcast
+//! groups of 4 activations), times the 8 columns' scales of that sub-block, summed over the
+//! sub-blocks: each lane's exact `sum(sc * dot)`. Q4_K's min term `sum(m * bsum)` and Q6_K's
+//! offset `32 * sum(sc * bsum)` come the same way from the activations' 16-value sums. Then
+//! `acc = fma(d_w * d_a, sumi, acc)` (and for Q4_K `macc = fma(dmin_w * d_a, msum, macc)`, the
+//! result `acc - macc`): the bits of [`super::scalar::dot_row_fused`] at every level.
+
+// Tiles index several parallel arrays with one row index.
+#![allow(clippy::needless_range_loop)]
 
 use std::arch::x86_64::*;
 
 use super::quantize::Acts;
-use super::repack_k::Q4K_TILE_BYTES;
+use super::repack_k::{Q4K_TILE_BYTES, Q6K_TILE_BYTES};
 use super::simd::IDot;
 use super::tiles8::{group, Tiled};
 
@@ -92,5 +95,104 @@ impl Tiled for Q4K {
             }
         }
         std::array::from_fn(|r| _mm256_sub_ps(acc[r], macc[r]))
+    }
+}
+
+/// Q6_K × Q8_K.
+pub(crate) struct Q6K;
+
+/// The 8 columns' i16 scale pairs of sub-blocks `2p`, `2p + 1`, one pair per i32 lane.
+#[inline(always)]
+unsafe fn scale_pairs(blk: *const u8, p: usize) -> __m256i {
+    _mm256_cvtepi8_epi16(_mm_loadu_si128(blk.add(16 + 16 * p).cast()))
+}
+
+/// Each column's `sum over sub-blocks s of sc_s * bsum_s` for the activations' 16 sums `bs`.
+#[inline(always)]
+unsafe fn scale_sum(blk: *const u8, bs: *const i16) -> __m256i {
+    let mut sum = _mm256_setzero_si256();
+    for half in 0..2 {
+        let sums = _mm256_broadcastsi128_si256(_mm_loadu_si128(bs.add(8 * half).cast()));
+        let p = 4 * half;
+        let s01 = _mm256_add_epi32(
+            _mm256_madd_epi16(scale_pairs(blk, p), _mm256_shuffle_epi32::<0x00>(sums)),
+            _mm256_madd_epi16(scale_pairs(blk, p + 1), _mm256_shuffle_epi32::<0x55>(sums)),
+        );
+        let s23 = _mm256_add_epi32(
+            _mm256_madd_epi16(scale_pairs(blk, p + 2), _mm256_shuffle_epi32::<0xAA>(sums)),
+            _mm256_madd_epi16(scale_pairs(blk, p + 3), _mm256_shuffle_epi32::<0xFF>(sums)),
+        );
+        sum = _mm256_add_epi32(sum, _mm256_add_epi32(s01, s23));
+    }
+    sum
+}
+
+/// The 6-bit values of quarter `q` (values `32q + l..`) of a 128-value half, for the 4-byte
+/// chunk `l / 4`: `ql_a` is the chunk of `ql[l]`, `ql_b` of `ql[l + 32]`, `qh` of `qh[l]`.
+#[inline(always)]
+unsafe fn q6_values(q: usize, ql_a: __m256i, ql_b: __m256i, qh: __m256i) -> __m256i {
+    let (m4, hi2) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x30));
+    let (low, high) = match q {
+        0 => (ql_a, _mm256_slli_epi16(qh, 4)),
+        1 => (ql_b, _mm256_slli_epi16(qh, 2)),
+        2 => (_mm256_srli_epi16(ql_a, 4), qh),
+        _ => (_mm256_srli_epi16(ql_b, 4), _mm256_srli_epi16(qh, 2)),
+    };
+    _mm256_or_si256(_mm256_and_si256(low, m4), _mm256_and_si256(high, hi2))
+}
+
+impl Tiled for Q6K {
+    const BYTES: usize = Q6K_TILE_BYTES;
+
+    #[inline(always)]
+    unsafe fn tile<D: IDot, const R: usize>(w: *const u8, acts: &Acts, r0: usize) -> [__m256; R] {
+        let nb = acts.blocks();
+        let mut acc = [_mm256_setzero_ps(); R];
+        let chunk = |blk: *const u8, at: usize, c: usize| {
+            _mm256_loadu_si256(blk.add(at + 32 * c).cast::<__m256i>())
+        };
+        for b in 0..nb {
+            let blk = w.add(b * Self::BYTES);
+            let mut sumi = [_mm256_setzero_si256(); R];
+            for n in 0..2 {
+                for q in 0..4 {
+                    // Sub-blocks 8n + 2q (chunks 0..4) and 8n + 2q + 1 (chunks 4..8).
+                    for part in 0..2 {
+                        let mut s = [_mm256_setzero_si256(); R];
+                        for l4 in 4 * part..4 * part + 4 {
+                            let v = q6_values(
+                                q,
+                                chunk(blk, 144, 16 * n + l4),
+                                chunk(blk, 144, 16 * n + 8 + l4),
+                                chunk(blk, 1168, 8 * n + l4),
+                            );
+                            let at = b * 256 + 128 * n + 32 * q + 4 * l4;
+                            for r in 0..R {
+                                let a = acts.qs.as_ptr().add((r0 + r) * acts.k + at);
+                                s[r] = D::dot(s[r], v, group(a));
+                            }
+                        }
+                        // The pair of sub-block 8n + 2q + part, its i16 half sign-extended.
+                        let pair = scale_pairs(blk, 4 * n + q);
+                        let sc = match part {
+                            0 => _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16),
+                            _ => _mm256_srai_epi32(pair, 16),
+                        };
+                        for r in 0..R {
+                            sumi[r] = _mm256_add_epi32(sumi[r], _mm256_mullo_epi32(s[r], sc));
+                        }
+                    }
+                }
+            }
+            let d = _mm256_cvtph_ps(_mm_loadu_si128(blk.cast()));
+            for r in 0..R {
+                let i = (r0 + r) * nb + b;
+                let offset = scale_sum(blk, acts.bsums.as_ptr().add(i * 16));
+                let sumi = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(offset, 5));
+                let da = _mm256_set1_ps(*acts.d.get_unchecked(i));
+                acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(sumi), acc[r]);
+            }
+        }
+        acc
     }
 }

@@ -152,8 +152,8 @@ fn greedy_32_follows_llama_cpp() {
 
 #[test]
 fn repacked_tiles_and_gguf_rows_agree_up_to_a_near_tie() {
-    // Q4_K repacks into tiles (Q6_K keeps its rows): the layouts round each super-block's sum
-    // differently, so along llama.cpp's 32 tokens the picks agree except at near ties.
+    // Every matrix repacks into tiles: the layouts round each super-block's sum differently,
+    // so along llama.cpp's 32 tokens the picks agree except at near ties.
     let tiles = model();
     let split = tiles.split.as_ref().unwrap();
     assert!(split.repacked_bytes > 0, "{split:?}");
@@ -177,8 +177,9 @@ fn repacked_tiles_and_gguf_rows_agree_up_to_a_near_tie() {
     }
     // Logits reach 26 here, and one quantized activation landing on the other side of a
     // rounding step moves them: the row layout alone, scalar level against the best, differs
-    // by up to 0.99 (measured); the layouts by 1.29.
+    // by up to 0.99 (measured); the layouts by 1.21.
     assert!(worst < 3.0, "logits of the two layouts {worst} apart");
+    eprintln!("logits of the two layouts at most {worst} apart");
 }
 
 /// Every position's logits of one prompt in one step.

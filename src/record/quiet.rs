@@ -88,10 +88,8 @@ impl QuietFigures {
         Some(if d == 0 {
             format!("quiet: 0 of {n} {unit} disturbed (other processes {other} cores busy, median)")
         } else {
-            format!(
-                "{d} of {n} {unit} disturbed (other processes {other} cores busy, median); retest \
-                 on a quiet machine"
-            )
+            let why = causes(self.other_cores, self.steal_fraction);
+            format!("{d} of {n} {unit} disturbed ({why}, median); retest on a quiet machine")
         })
     }
 
@@ -112,6 +110,17 @@ impl QuietFigures {
             why.join(", ")
         ))
     }
+}
+
+/// What disturbed readings: `other processes 0.40 cores busy`, with `, steal 41 %` when the
+/// hypervisor took at least half a percent of the wall time.
+pub(crate) fn causes(other_cores: Option<f64>, steal_fraction: Option<f64>) -> String {
+    let other = other_cores.map_or("n/a".into(), |o| format!("{o:.2}"));
+    let mut why = format!("other processes {other} cores busy");
+    if let Some(s) = steal_fraction.filter(|s| *s >= 0.005) {
+        why.push_str(&format!(", steal {:.0} %", s * 100.0));
+    }
+    why
 }
 
 #[cfg(test)]

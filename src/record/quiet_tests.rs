@@ -6,13 +6,18 @@ use crate::measure::sentinel::judge;
 /// A measured round whose sentinel saw other processes use `other` seconds of CPU over
 /// `wall` seconds.
 fn round(wall: f64, other: f64) -> RoundRecord {
-    let (disturbed, why) = judge(wall, Some(other), Some(0.0));
+    stolen(wall, other, 0.0)
+}
+
+/// [`round`] with `steal` seconds taken by the hypervisor.
+fn stolen(wall: f64, other: f64, steal: f64) -> RoundRecord {
+    let (disturbed, why) = judge(wall, Some(other), Some(steal));
     RoundRecord {
         wall_s: wall,
         sentinel: Some(RoundSentinel {
             wall_s: wall,
             other_cpu_s: Some(other),
-            steal_s: Some(0.0),
+            steal_s: Some(steal),
             own_cpu_s: Some(wall),
             cores_busy: Some(1.0),
             busy_threads: Some(1),
@@ -54,4 +59,22 @@ fn rounds_without_a_reading_say_nothing() {
     let old = QuietFigures::of(&[RoundRecord::default()]);
     assert_eq!(old, QuietFigures::default());
     assert!(!old.mostly_disturbed());
+}
+
+#[test]
+fn rounds_disturbed_by_steal_name_the_steal() {
+    let rounds = [
+        stolen(1.0, 0.0, 0.4),
+        stolen(1.0, 0.0, 0.41),
+        round(1.0, 0.0),
+    ];
+    let q = QuietFigures::of(&rounds);
+    assert_eq!(q.disturbed_rounds, Some(2));
+    let line = q.line("rounds").unwrap();
+    assert!(line.contains("0.00 cores busy, steal 40 %"), "{line}");
+    assert_eq!(
+        causes(Some(0.5), Some(0.001)),
+        "other processes 0.50 cores busy"
+    );
+    assert_eq!(causes(None, None), "other processes n/a cores busy");
 }

@@ -245,21 +245,23 @@ pub(crate) fn machine_line(d: &RunSummary) -> Option<String> {
     }
     let rounds: u64 = q.iter().map(|q| q.sentinel_rounds).sum();
     let disturbed: u64 = q.iter().filter_map(|q| q.disturbed_rounds).sum();
-    let other = q
-        .iter()
-        .filter_map(|q| q.other_cores)
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
-    let other = other.map_or("n/a".into(), |o| format!("{o:.2}"));
+    let most = |f: fn(&crate::record::quiet::QuietFigures) -> Option<f64>| {
+        q.iter()
+            .filter_map(|q| f(q))
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+    };
+    let other = most(|q| q.other_cores);
     if disturbed == 0 {
+        let other = other.map_or("n/a".into(), |o| format!("{o:.2}"));
         return Some(format!(
             "quiet: 0 of {rounds} rounds disturbed (other processes at most {other} cores busy, median per level)"
         ));
     }
-    // Per level the sheet's `disturbed` column and the verdict say which; this line fits 100
-    // columns.
+    // Per level the sheet's `disturbed` column and the verdict say which; this line names the
+    // worst level's causes (other processes, the hypervisor's steal) and fits 100 columns.
+    let why = crate::record::quiet::causes(other, most(|q| q.steal_fraction));
     Some(format!(
-        "{disturbed} of {rounds} rounds disturbed (others kept up to {other} cores busy); retest \
-         on a quiet machine"
+        "{disturbed} of {rounds} rounds disturbed (at worst {why})"
     ))
 }
 

@@ -17,7 +17,7 @@
 //!
 //! `--repack auto|on|off` loads our model with that setting (the stock column is unaffected).
 //! `--decode-only SEQS` runs nothing but our decode of SEQS sequences, `--prefill-only` nothing
-//! but our 512-token prefill (for a profiler).
+//! but our 512-token prefill, at `--depth N` if given (for a profiler).
 //!
 //! `cargo bench --bench engine [-- --rounds N --decode N --threads N --model NAME|FILE
 //! --depth N --json FILE --repack auto|on|off --decode-only SEQS --prefill-only]`
@@ -286,10 +286,16 @@ fn main() {
     if a.prefill_only {
         ours_prefill(&ours.model, &p128);
         for _ in 0..a.rounds {
-            println!(
-                "prefill 512: {:.1} tok/s",
-                512.0 / ours_prefill(&ours.model, &p512)
-            );
+            match a.depth {
+                0 => println!(
+                    "prefill 512: {:.1} tok/s",
+                    512.0 / ours_prefill(&ours.model, &p512)
+                ),
+                d => println!(
+                    "prefill 512 at depth {d}: {:.1} tok/s",
+                    512.0 / ours_prefill_at(&ours.model, deep, after)
+                ),
+            }
         }
         return;
     }

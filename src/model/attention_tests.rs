@@ -186,36 +186,49 @@ fn rope_rotates_pairs_or_halves() {
     assert_eq!(y, [-3.0, 2.0, 1.0, 4.0]);
 }
 
-/// Timing aid (not a test of speed): 512 query rows after 4096 cached keys, SmolLM2-135M's
-/// shape, three times. `cargo test --release --lib time_attention --
-/// --ignored --nocapture`.
+/// Timing aid (not a test of speed): 512 query rows after 4096 cached keys at SmolLM2-135M's
+/// shape and Gemma 3 270M's, with key blocks of 16, 32 and 64 keys side by side (medians of 5).
+/// `cargo test --release --lib time_attention -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn time_attention() {
-    let dims = Dims {
-        heads: 9,
-        kv_heads: 3,
-        head_dim: 64,
+    let shape = |heads, kv_heads, head_dim| Dims {
+        heads,
+        kv_heads,
+        head_dim,
         interleaved: false,
-        rot: 64,
+        rot: head_dim,
     };
-    let (cap, rows, hd) = (4608, 512, dims.head_dim);
-    let q = noise(rows * dims.heads * hd, 1);
-    let (k, v) = (noise(3 * cap * hd, 2), noise(3 * cap * hd, 3));
-    let kv = KvSlices {
-        k: &k,
-        v: &v,
-        capacity: cap,
-    };
-    let seg = SegmentRows {
-        start: 0,
-        len: rows,
-        pos: 4096,
-    };
-    let mut out = vec![0f32; q.len()];
-    for _ in 0..3 {
-        let t = std::time::Instant::now();
-        tiled::attend(dims, Scoring::causal(hd), &q, &[(seg, kv)], &mut out, true);
-        println!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    for dims in [shape(9, 3, 64), shape(4, 1, 256)] {
+        let (cap, rows, hd) = (4608, 512, dims.head_dim);
+        let q = noise(rows * dims.heads * hd, 1);
+        let (k, v) = (
+            noise(dims.kv_heads * cap * hd, 2),
+            noise(dims.kv_heads * cap * hd, 3),
+        );
+        let kv = KvSlices {
+            k: &k,
+            v: &v,
+            capacity: cap,
+        };
+        let seg = SegmentRows {
+            start: 0,
+            len: rows,
+            pos: 4096,
+        };
+        let mut out = vec![0f32; q.len()];
+        let mut ms = vec![Vec::new(); 3];
+        for _ in 0..5 {
+            for (i, kb) in [16, 32, 64].into_iter().enumerate() {
+                let t = std::time::Instant::now();
+                let segs = [(seg, kv)];
+                tiled::attend_in_blocks(dims, Scoring::causal(hd), &q, &segs, &mut out, true, kb);
+                ms[i].push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        for (i, kb) in [16, 32, 64].into_iter().enumerate() {
+            ms[i].sort_by(f64::total_cmp);
+            println!("head dim {hd}, key blocks of {kb}: {:.1} ms", ms[i][2]);
+        }
     }
 }

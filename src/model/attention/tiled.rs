@@ -1,11 +1,11 @@
 //! Tiled causal attention on f32 slices (flash-style). A sequence's query rows are taken in
 //! blocks of [`QUERY_BLOCK`], all the query heads that share one KV head together, against keys
-//! in blocks of [`KEY_BLOCK`]; each query keeps a running maximum, sum and weighted sum of V
+//! in blocks of [`key_block`] keys; each query keeps a running maximum, sum and weighted sum of V
 //! (online softmax), so a block of keys is read once per block of queries rather than once per
 //! query and head. Units (rows × KV head) run in parallel.
 //!
 //! A query's arithmetic depends only on its own position, window and the cache: key blocks start
-//! at multiples of [`KEY_BLOCK`] (absolute positions) whichever rows share a unit, a score is a
+//! at multiples of [`key_block`] (absolute positions) whichever rows share a unit, a score is a
 //! sequential fused multiply-add over the head dimension, and keys are added in position order.
 //! So a token's output is bit-identical whether its prompt arrives whole or in chunks, alone or
 //! batched.
@@ -15,8 +15,15 @@ use crate::model::vmath::exp_nonpositive;
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Keys per block; blocks start at multiples of it.
-const KEY_BLOCK: usize = 64;
+/// Keys per block for a head dimension: blocks start at multiples of it. 32 KiB of keys (and
+/// as much of values) per block: 64 keys at `hd` 64, 32 at `hd` 256. Measured with the timing
+/// aid `time_attention` (512 queries after 4096 keys, 2 threads): at `hd` 256 blocks of 32 keys
+/// took 166.5 ms against 198.7 ms for 64 and 208.1 ms for 16 (a second run: 171.0, 221.6,
+/// 185.6); at `hd` 64, 64 keys were fastest (100.8 ms against 122.3 for 32; then 118.3, 129.5).
+fn key_block(hd: usize) -> usize {
+    (8192 / hd.max(1) / 16 * 16).clamp(16, 64)
+}
+
 /// Query rows of one sequence per unit of work.
 const QUERY_BLOCK: usize = 16;
 
@@ -37,6 +44,24 @@ pub(super) fn attend(
     out: &mut [f32],
     parallel: bool,
 ) {
+    let kb = key_block(dims.head_dim);
+    attend_in_blocks(dims, scoring, q, segments, out, parallel, kb);
+}
+
+/// [`attend`] with key blocks of `kb` keys (a multiple of 16): the timing aid compares sizes.
+pub(super) fn attend_in_blocks(
+    dims: Dims,
+    scoring: Scoring,
+    q: &[f32],
+    segments: &[(SegmentRows, KvSlices)],
+    out: &mut [f32],
+    parallel: bool,
+    kb: usize,
+) {
+    assert!(
+        kb > 0 && kb.is_multiple_of(16),
+        "key blocks of {kb}; this is a bug"
+    );
     let mut units = Vec::new();
     for (seg, (s, _)) in segments.iter().enumerate() {
         for r0 in (0..s.len).step_by(QUERY_BLOCK) {
@@ -55,6 +80,7 @@ pub(super) fn attend(
             s,
             kv,
             u,
+            kb,
         };
         unit(&job)
     };
@@ -82,6 +108,8 @@ struct Job<'a> {
     s: &'a SegmentRows,
     kv: &'a KvSlices<'a>,
     u: &'a Unit,
+    /// Keys per block.
+    kb: usize,
 }
 
 /// The running softmax state of a unit's queries: per query its maximum score, sum of weights
@@ -101,6 +129,7 @@ fn unit(job: &Job) -> Vec<f32> {
         s,
         kv,
         u,
+        kb,
     } = *job;
     let (hd, group) = (dims.head_dim, dims.heads / dims.kv_heads);
     let qw = dims.heads * hd;
@@ -115,34 +144,43 @@ fn unit(job: &Job) -> Vec<f32> {
     let base = u.g * kv.capacity * hd;
     let keys = &kv.k[base..base + (last_pos + 1) * hd];
     let values = &kv.v[base..base + (last_pos + 1) * hd];
-    let mut kt = vec![0f32; hd * KEY_BLOCK];
-    let mut w = vec![0f32; group * KEY_BLOCK];
-    for b in first(s.pos + u.rows.start) / KEY_BLOCK..=last_pos / KEY_BLOCK {
-        let j0 = b * KEY_BLOCK;
-        let n = KEY_BLOCK.min(last_pos + 1 - j0);
+    let mut kt = vec![0f32; hd * kb];
+    // The unit's query vectors (row by row, each row's heads in order) and their scores.
+    let qv: Vec<&[f32]> = u
+        .rows
+        .clone()
+        .flat_map(|i| {
+            let t = s.start + i;
+            q[t * qw + u.g * group * hd..t * qw + (u.g + 1) * group * hd].chunks_exact(hd)
+        })
+        .collect();
+    let mut scores = vec![0f32; n_q * kb];
+    for b in first(s.pos + u.rows.start) / kb..=last_pos / kb {
+        let j0 = b * kb;
+        let n = kb.min(last_pos + 1 - j0);
         transpose(&keys[j0 * hd..(j0 + n) * hd], hd, &mut kt);
+        score_block(&qv, &kt, hd, &mut scores);
         for i in u.rows.clone() {
             let pos = s.pos + i;
             let (lo, hi) = (first(pos).max(j0), pos.min(j0 + n - 1));
             if lo > hi {
                 continue;
             }
-            let t = s.start + i;
-            let row_q = &q[t * qw + u.g * group * hd..t * qw + (u.g + 1) * group * hd];
             let q0 = (i - u.rows.start) * group;
             let keys = lo - j0..hi + 1 - j0;
-            score_heads(row_q, &kt, &mut w);
+            let w = &mut scores[q0 * kb..(q0 + group) * kb];
             for hh in 0..group {
                 weights(
                     &mut st,
                     q0 + hh,
                     hd,
                     scoring,
-                    &mut w[hh * KEY_BLOCK..][keys.clone()],
+                    &mut w[hh * kb..][keys.clone()],
                 );
             }
             let acc = &mut st.acc[q0 * hd..(q0 + group) * hd];
-            add_weighted::<2, 32>(acc, hd, &w, keys, &values[lo * hd..(hi + 1) * hd]);
+            let vals = &values[lo * hd..(hi + 1) * hd];
+            add_weighted::<2, 32>(acc, hd, kb, w, keys, vals);
         }
     }
     for (acc, sum) in st.acc.chunks_exact_mut(hd).zip(&st.sum) {
@@ -153,30 +191,54 @@ fn unit(job: &Job) -> Vec<f32> {
     st.acc
 }
 
-/// Keys `[n, hd]` into `kt[hd, KEY_BLOCK]` (columns past n keep stale values, never used).
+/// Keys `[n, hd]` into `kt[hd, kb]` (columns past n keep stale values, never used).
 #[inline(always)]
 fn transpose(keys: &[f32], hd: usize, kt: &mut [f32]) {
+    let kb = kt.len() / hd;
     for (k, key) in keys.chunks_exact(hd).enumerate() {
         for (d, &x) in key.iter().enumerate() {
-            kt[d * KEY_BLOCK + k] = x;
+            kt[d * kb + k] = x;
         }
     }
 }
 
-/// `w[h, k] = q_h · key k` for every head `h` of a row (`q` holds them one after another) and
-/// key of the block: each a sequential fused multiply-add over the head dimension, one lane per
-/// key (so it vectorises across keys; 64 keys fill 8 AVX2 registers).
+/// `w[v, k] = q_v · key k` for every query vector `v` and key of the block: each a sequential
+/// fused multiply-add over the head dimension. Register tiles of 4 vectors × 16 keys, so each
+/// load of 16 keys' element serves 4 vectors (vectorised across keys; the tile's shape changes
+/// no bits: every lane is one vector and key summed in element order).
 #[inline(always)]
-fn score_heads(q: &[f32], kt: &[f32], w: &mut [f32]) {
-    let hd = kt.len() / KEY_BLOCK;
-    for (qh, w) in q.chunks_exact(hd).zip(w.chunks_exact_mut(KEY_BLOCK)) {
-        let mut acc = [0f32; KEY_BLOCK];
-        for (&qd, row) in qh.iter().zip(kt.chunks_exact(KEY_BLOCK)) {
-            for (a, &k) in acc.iter_mut().zip(row) {
-                *a = qd.mul_add(k, *a);
+fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
+    let kb = kt.len() / hd;
+    let mut v = 0;
+    while v + 4 <= qv.len() {
+        score_tile::<4>(&qv[v..v + 4], kt, hd, &mut w[v * kb..(v + 4) * kb]);
+        v += 4;
+    }
+    for v in v..qv.len() {
+        score_tile::<1>(&qv[v..v + 1], kt, hd, &mut w[v * kb..(v + 1) * kb]);
+    }
+}
+
+/// [`score_block`] for `Q` query vectors, 16 keys at a time.
+#[inline(always)]
+fn score_tile<const Q: usize>(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
+    const KEYS: usize = 16;
+    let q: [&[f32]; Q] = std::array::from_fn(|j| &qv[j][..hd]);
+    let kb = kt.len() / hd;
+    for k0 in (0..kb).step_by(KEYS) {
+        let mut acc = [[0f32; KEYS]; Q];
+        for d in 0..hd {
+            let row: &[f32; KEYS] = kt[d * kb + k0..][..KEYS].try_into().unwrap();
+            for (a, q) in acc.iter_mut().zip(&q) {
+                let qd = q[d];
+                for (x, &k) in a.iter_mut().zip(row) {
+                    *x = qd.mul_add(k, *x);
+                }
             }
         }
-        w.copy_from_slice(&acc);
+        for (j, a) in acc.iter().enumerate() {
+            w[j * kb + k0..][..KEYS].copy_from_slice(a);
+        }
     }
 }
 
@@ -247,6 +309,7 @@ fn lanes_sum(s: &[f32]) -> f32 {
 fn add_weighted<const H: usize, const W: usize>(
     acc: &mut [f32],
     hd: usize,
+    kb: usize,
     w: &[f32],
     keys: Range<usize>,
     vals: &[f32],
@@ -254,13 +317,13 @@ fn add_weighted<const H: usize, const W: usize>(
     let heads = acc.len() / hd;
     let mut h = 0;
     while h + H <= heads {
-        let (a, w) = (&mut acc[h * hd..(h + H) * hd], &w[h * KEY_BLOCK..]);
-        chunks::<H, W>(a, hd, w, keys.clone(), vals);
+        let (a, w) = (&mut acc[h * hd..(h + H) * hd], &w[h * kb..]);
+        chunks::<H, W>(a, hd, kb, w, keys.clone(), vals);
         h += H;
     }
     while h < heads {
-        let (a, w) = (&mut acc[h * hd..(h + 1) * hd], &w[h * KEY_BLOCK..]);
-        chunks::<1, W>(a, hd, w, keys.clone(), vals);
+        let (a, w) = (&mut acc[h * hd..(h + 1) * hd], &w[h * kb..]);
+        chunks::<1, W>(a, hd, kb, w, keys.clone(), vals);
         h += 1;
     }
 }
@@ -270,21 +333,22 @@ fn add_weighted<const H: usize, const W: usize>(
 fn chunks<const H: usize, const W: usize>(
     acc: &mut [f32],
     hd: usize,
+    kb: usize,
     w: &[f32],
     keys: Range<usize>,
     vals: &[f32],
 ) {
     let mut d0 = 0;
     while d0 + W <= hd {
-        chunk::<H, W>(acc, hd, d0, w, keys.clone(), vals);
+        chunk::<H, W>(acc, hd, kb, d0, w, keys.clone(), vals);
         d0 += W;
     }
     while d0 + 8 <= hd {
-        chunk::<H, 8>(acc, hd, d0, w, keys.clone(), vals);
+        chunk::<H, 8>(acc, hd, kb, d0, w, keys.clone(), vals);
         d0 += 8;
     }
     while d0 < hd {
-        chunk::<H, 1>(acc, hd, d0, w, keys.clone(), vals);
+        chunk::<H, 1>(acc, hd, kb, d0, w, keys.clone(), vals);
         d0 += 1;
     }
 }
@@ -294,6 +358,7 @@ fn chunks<const H: usize, const W: usize>(
 fn chunk<const H: usize, const W: usize>(
     acc: &mut [f32],
     hd: usize,
+    kb: usize,
     d0: usize,
     w: &[f32],
     keys: Range<usize>,
@@ -306,7 +371,7 @@ fn chunk<const H: usize, const W: usize>(
     for (k, row) in keys.zip(vals.chunks_exact(hd)) {
         let v = &row[d0..d0 + W];
         for (h, a) in a.iter_mut().enumerate() {
-            let wk = w[h * KEY_BLOCK + k];
+            let wk = w[h * kb + k];
             for (x, &v) in a.iter_mut().zip(v) {
                 *x = wk.mul_add(v, *x);
             }

@@ -174,6 +174,9 @@ impl<K: Kind> Tiled for K {
         let mut acc = [_mm256_setzero_ps(); R];
         for b in 0..nb {
             let blk = w.add(b * K::BYTES);
+            if r0 == 0 {
+                prefetch_ahead(blk, K::BYTES);
+            }
             let dw = _mm256_cvtph_ps(_mm_loadu_si128(blk.cast()));
             let wq = K::values(blk);
             for r in 0..R {
@@ -191,6 +194,24 @@ impl<K: Kind> Tiled for K {
             }
         }
         acc
+    }
+}
+
+/// How far ahead of the tile-block being dotted its weights are prefetched, bytes. Only the
+/// first row tile of a column tile prefetches (later ones find the tile in cache). Decode
+/// streams every weight once; without the hint a decode of 3 sequences spent most of its time
+/// waiting on weight loads. Engine bench `--decode-only`, binaries alternated, tok/s: default
+/// model 1 sequence 85.7 → 133 (2048 bytes ahead: 110, 8192: 123), 3 sequences 178 → 231;
+/// Gemma 3 1 sequence 48.4 → 61.3, 3 sequences 92.0 → 142.0.
+pub(crate) const PREFETCH_AHEAD: usize = 4096;
+
+/// Prefetches the `bytes` bytes [`PREFETCH_AHEAD`] past `blk`, one request per cache line
+/// (a hint: an address past the weights never faults).
+#[inline(always)]
+pub(crate) unsafe fn prefetch_ahead(blk: *const u8, bytes: usize) {
+    let ahead = blk.wrapping_add(PREFETCH_AHEAD);
+    for off in (0..bytes).step_by(64) {
+        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(off).cast());
     }
 }
 

@@ -58,6 +58,9 @@ impl Tiled for Q4K {
         let (mut acc, mut macc) = ([_mm256_setzero_ps(); R], [_mm256_setzero_ps(); R]);
         for b in 0..nb {
             let blk = w.add(b * Self::BYTES);
+            if r0 == 0 {
+                super::tiles8::prefetch_ahead(blk, Self::BYTES);
+            }
             let mut sumi = [_mm256_setzero_si256(); R];
             for g in 0..4 {
                 let (mut lo, mut hi) = ([_mm256_setzero_si256(); R], [_mm256_setzero_si256(); R]);
@@ -153,6 +156,9 @@ impl Tiled for Q6K {
         };
         for b in 0..nb {
             let blk = w.add(b * Self::BYTES);
+            if r0 == 0 {
+                super::tiles8::prefetch_ahead(blk, Self::BYTES);
+            }
             let mut sumi = [_mm256_setzero_si256(); R];
             for n in 0..2 {
                 for q in 0..4 {

@@ -86,6 +86,15 @@ const INSPECT_HELP: &str = "Examples:
   tokfire inspect --tokenize 'Hello world'
   tokfire inspect --families        (what loads: families, their tensors and pre-tokenizers)";
 
+const KERNELS_HELP: &str = "Examples:
+  tokfire kernels                   (the levels, their probe times, what --kernels auto runs)
+  tokfire kernels --recalibrate     (measure again, e.g. after a BIOS or VM change)
+  tokfire kernels --json
+
+The choice is measured the first time a run needs it (about 0.2 s) and kept per CPU model and
+tokfire version in kernel-choice.json ($TOKFIRE_CACHE, else ~/.cache/tokfire); every record
+says how its level was chosen (runtime.level_by).";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "tokfire",
@@ -143,6 +152,10 @@ pub enum Command {
     /// new run to the same record and compare it with the stored one.
     #[command(after_help = RERUN_HELP)]
     Rerun(RerunArgs),
+    /// Our CPU kernel levels timed against each other on this CPU, and the one `--kernels auto`
+    /// runs (measured once per CPU model and version, then kept).
+    #[command(after_help = KERNELS_HELP)]
+    Kernels(KernelsArgs),
     /// Re-render saved runs from a results file: text, Markdown, CSV, JSON or an HTML page.
     #[command(after_help = REPORT_HELP)]
     Report(ReportArgs),
@@ -157,7 +170,11 @@ impl Cli {
     pub fn only_prints(&self) -> bool {
         matches!(
             self.command,
-            Command::Generate(_) | Command::Inspect(_) | Command::Compare(_) | Command::Report(_)
+            Command::Generate(_)
+                | Command::Inspect(_)
+                | Command::Compare(_)
+                | Command::Report(_)
+                | Command::Kernels(_)
         )
     }
 
@@ -215,7 +232,8 @@ pub struct RuntimeArgs {
     /// Compute threads, one pool for the whole run [default: the physical cores].
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Quantized-matmul kernels on the CPU: auto (the best this CPU has), scalar, avx2 or
+    /// Quantized-matmul kernels on the CPU: auto (the level measured fastest on this CPU; see
+    /// `tokfire kernels`), scalar, avx2 or
     /// avx512-vnni; or candle: candle's own matmuls and tensor ops, the device-generic path a
     /// GPU runs, on the CPU.
     #[arg(long, default_value = "auto")]
@@ -432,6 +450,16 @@ pub struct InspectArgs {
     /// List the supported model families and pre-tokenizers instead (no model is read).
     #[arg(long, conflicts_with = "tokenize")]
     pub families: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KernelsArgs {
+    /// Measure again (and keep the new choice) instead of showing the kept one.
+    #[arg(long)]
+    pub recalibrate: bool,
+    /// Print the kept choice as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

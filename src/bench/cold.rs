@@ -70,9 +70,16 @@ pub fn run(
     // Children get the resolved file, so none of them fetches or resolves again.
     let mut model_cfg = plan.config.model.clone();
     model_cfg.model = path.path().display().to_string();
+    // ... and the level auto chose here, so none of them reads the kept choice in its clocks.
+    let mut runtime = plan.config.runtime;
+    if !runtime.candle {
+        runtime.kernels = runtime
+            .kernels
+            .or_else(|| Some(super::kernel_choice::auto_level()));
+    }
     let spec = ChildSpec {
         model: model_cfg,
-        runtime: plan.config.runtime,
+        runtime,
         prompt: plan.task.prompt.clone(),
         max_tokens: plan.settings.max_tokens,
         sampling: plan.config.sampling.clone(),

@@ -8,6 +8,7 @@ pub mod cold;
 pub mod cold_child;
 pub mod error;
 pub(crate) mod grid;
+pub mod kernel_choice;
 pub mod prefill;
 pub(crate) mod private_copy;
 pub mod progress;

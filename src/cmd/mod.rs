@@ -7,6 +7,7 @@ mod cold;
 mod compare;
 mod generate;
 mod inspect;
+mod kernels;
 mod prefill;
 mod record_log;
 mod report;
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Compare(args) => compare::run(args),
         Command::Rerun(args) => rerun::run(args),
         Command::Report(args) => report::run(args),
+        Command::Kernels(args) => kernels::run(args),
     }
 }
 

@@ -211,6 +211,10 @@ pub struct RuntimeInfo {
     pub kernels: String,
     /// Compute threads of the pool.
     pub threads: usize,
+    /// How the kernel level was chosen: measured on this CPU (the probe's times), or the
+    /// `--kernels` flag; empty for candle's kernels and in records before it existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub level_by: String,
 }
 
 impl std::fmt::Display for RuntimeInfo {
@@ -251,6 +255,16 @@ pub struct ModelConfig {
 /// The default cache for manifest models: `~/.cache/tokfire/models`.
 pub fn default_cache_dir() -> PathBuf {
     home_dir().join(".cache").join("tokfire").join("models")
+}
+
+/// Where the measured kernel choice is kept: `kernel-choice.json` in `$TOKFIRE_CACHE` when it is
+/// set, else in `~/.cache/tokfire` (one machine, one file; see `bench::kernel_choice`).
+pub fn kernel_choice_path() -> PathBuf {
+    let dir = match std::env::var_os("TOKFIRE_CACHE") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => home_dir().join(".cache").join("tokfire"),
+    };
+    dir.join("kernel-choice.json")
 }
 
 /// The hub cache hf-hub uses: `$HF_HOME/hub`, else `~/.cache/huggingface/hub`.

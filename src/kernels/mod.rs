@@ -18,6 +18,7 @@
 pub mod blocks;
 pub mod matmul;
 pub(crate) mod pool;
+pub mod probe;
 pub mod quantize;
 pub(crate) mod repack;
 mod repack_k;

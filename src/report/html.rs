@@ -227,6 +227,13 @@ fn meta(run: &RunRecord, d: &crate::record::summary::RunSummary) -> String {
             format!("{} (sha256 {sha})", run.config.model.model),
         ),
         ("runtime", run.runtime.to_string()),
+        (
+            "kernel level",
+            match run.runtime.level_by.as_str() {
+                "" => "n/a (candle's kernels, or a record from before it was kept)".into(),
+                by => by.to_string(),
+            },
+        ),
         ("run id", run.id.clone()),
         ("started (UTC)", run.started_utc.clone()),
         ("status", status),

@@ -274,6 +274,10 @@ fn speculation_and_load_mode_are_variables_and_greedy_output_stays() {
     assert!(!arm_a.config.runtime.candle && arm_b.config.runtime.candle);
     assert_eq!(arm_b.runtime.kernels, "candle kernels", "{screen}");
     assert!(arm_a.runtime.kernels.starts_with("tokfire kernels"));
+    assert!(
+        arm_b.runtime.level_by.is_empty(),
+        "candle's kernels choose no level"
+    );
     let v = arm_b.ab().unwrap();
     assert_eq!(
         v.drift_allowed.as_deref(),

@@ -63,6 +63,12 @@ fn sweep_prints_the_sheet_and_records_every_field() {
     assert_eq!(run.runtime.threads, 1, "--threads is applied and recorded");
     assert_eq!(run.config.runtime.threads, Some(1));
     assert!(run.runtime.kernels.starts_with("tokfire kernels "));
+    // --kernels auto: the level measured on this CPU, and the record says so.
+    let by = &run.runtime.level_by;
+    assert!(
+        by.starts_with("measured ") || by.ends_with("the only level this CPU has"),
+        "{by}"
+    );
     assert!(run.load.seconds > 0.0);
     assert_eq!(run.levels.len(), 2);
     for level in &run.levels {

@@ -329,3 +329,31 @@ fn a_config_json_past_the_gguf_bounds_is_refused_by_key() {
         assert!(crate::support::has(&e, "config.json"), "{key}: {e}");
     }
 }
+
+#[test]
+fn kernels_measures_once_then_shows_the_kept_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = tokfire()
+            .env("TOKFIRE_CACHE", dir.path())
+            .arg("kernels")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = run(&[]);
+    assert!(first.contains("--kernels auto runs: "), "{first}");
+    assert!(first.contains("measured now, kept in"), "{first}");
+    assert!(first.lines().all(|l| l.chars().count() <= 100), "{first}");
+    let again = run(&[]);
+    assert!(again.contains("by an earlier run"), "{again}");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--json"])).unwrap();
+    let chosen = json["chosen"].as_str().unwrap().to_string();
+    assert!(
+        first.contains(&format!("--kernels auto runs: {chosen} (")),
+        "{first}"
+    );
+    assert!(run(&["--recalibrate"]).contains("measured now"));
+}

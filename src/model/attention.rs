@@ -114,12 +114,27 @@ impl Split<'_> {
     }
 }
 
-/// One sequence's keys and values for a layer: `[kv_heads, capacity, head_dim]` slices.
+/// One sequence's keys and values for a layer: `[kv_heads, capacity, head_dim]` slices, and
+/// the keys in transposed blocks when the cache keeps them.
 #[derive(Clone, Copy)]
 pub(crate) struct KvSlices<'a> {
     pub k: &'a [f32],
     pub v: &'a [f32],
     pub capacity: usize,
+    pub key_blocks: Option<KeyBlocks<'a>>,
+}
+
+/// Keys in blocks of `kb` positions, each `[head_dim, kb]`: `[kv_heads, blocks, head_dim, kb]`.
+#[derive(Clone, Copy)]
+pub(crate) struct KeyBlocks<'a> {
+    pub data: &'a [f32],
+    pub kb: usize,
+    pub blocks: usize,
+}
+
+/// Keys per block of the CPU attention at head dimension `hd` (what a cache keeps them in).
+pub(crate) fn key_block(hd: usize) -> usize {
+    tiled::key_block(hd)
 }
 
 /// One sequence's query rows of the step.

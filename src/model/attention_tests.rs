@@ -93,6 +93,7 @@ fn tiled_attention_matches_a_plain_softmax_and_chunks_change_no_bit() {
         k: &k,
         v: &v,
         capacity: t,
+        key_blocks: None,
     };
     let scorings = [
         Scoring::causal(hd),
@@ -158,6 +159,7 @@ fn a_window_sees_only_its_last_keys() {
         k: &k,
         v: &v,
         capacity: cap,
+        key_blocks: None,
     };
     let q = vec![0f32; 8];
     let seg = SegmentRows {
@@ -210,6 +212,7 @@ fn time_attention() {
             k: &k,
             v: &v,
             capacity: cap,
+            key_blocks: None,
         };
         let seg = SegmentRows {
             start: 0,

@@ -159,7 +159,12 @@ impl Gemma {
 
     /// A fresh cache with room for `capacity` tokens.
     pub fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
-        KvCache::new(self.kv_shape(), capacity, &self.device)
+        let mut cache = KvCache::new(self.kv_shape(), capacity, &self.device)?;
+        if self.ours {
+            let hd = self.kv_shape().head_dim;
+            cache.keep_key_blocks(super::attention::key_block(hd));
+        }
+        Ok(cache)
     }
 
     /// Storage of the first layer's Q projection and of the head, for reports.

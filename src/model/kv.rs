@@ -2,7 +2,10 @@
 //! `[kv_heads, capacity, head_dim]`, written in place at the sequence's position (no concat per
 //! step), grown by doubling when a sequence outlives its reservation, truncated for rollback;
 //! for the hybrid families also the sequence's recurrent state ([`Recurrent`]), which a cut
-//! to an earlier length cannot restore.
+//! to an earlier length cannot restore. Where our CPU attention reads the cache, each layer's
+//! keys are also kept as it reads them ([`KeyBlocks`]), so a step transposes only its own keys.
+
+use std::sync::{RwLock, RwLockReadGuard};
 
 use candle_core::{DType, Device, Tensor};
 
@@ -36,6 +39,24 @@ pub struct KvCache {
     device: Device,
     /// The recurrent layers' state (hybrid families), none for attention-only models.
     recurrent: Option<Recurrent>,
+    /// The keys once more in the CPU attention's blocks, when a model asked for them.
+    key_blocks: Option<KeyBlocks>,
+}
+
+/// Every layer's keys in blocks of `kb` positions (block `b` holds positions `b*kb..`), each
+/// block transposed to `[head_dim, kb]`: per layer `[kv_heads, blocks, head_dim, kb]`, written
+/// with the keys. Positions past the length hold stale values, never read.
+struct KeyBlocks {
+    kb: usize,
+    layers: Vec<RwLock<Vec<f32>>>,
+}
+
+/// One layer's key blocks, read-locked for a step ([`KvCache::key_blocks`]).
+pub(crate) struct KeyBlocksRead<'a> {
+    pub kb: usize,
+    /// Blocks per KV head.
+    pub blocks: usize,
+    pub data: RwLockReadGuard<'a, Vec<f32>>,
 }
 
 impl KvCache {
@@ -55,6 +76,38 @@ impl KvCache {
             capacity,
             device: device.clone(),
             recurrent: None,
+            key_blocks: None,
+        })
+    }
+
+    /// Keeps every layer's keys also in transposed blocks of `kb` positions for our CPU
+    /// attention (nothing on other devices). For a fresh cache, before anything is written.
+    pub(crate) fn keep_key_blocks(&mut self, kb: usize) {
+        assert!(
+            kb > 0 && self.len == 0,
+            "key blocks for a used cache; this is a bug"
+        );
+        if self.device.is_cpu() {
+            let floats = self.key_block_floats(kb, self.capacity);
+            let layers = (0..self.shape.layers)
+                .map(|_| RwLock::new(vec![0f32; floats]))
+                .collect();
+            self.key_blocks = Some(KeyBlocks { kb, layers });
+        }
+    }
+
+    /// Floats of one layer's key blocks at `capacity`.
+    fn key_block_floats(&self, kb: usize, capacity: usize) -> usize {
+        self.shape.kv_heads * capacity.div_ceil(kb) * kb * self.shape.head_dim
+    }
+
+    /// Layer `layer`'s key blocks, read-locked, when the cache keeps them.
+    pub(crate) fn key_blocks(&self, layer: usize) -> Option<KeyBlocksRead<'_>> {
+        let kb = self.key_blocks.as_ref()?;
+        Some(KeyBlocksRead {
+            kb: kb.kb,
+            blocks: self.capacity.div_ceil(kb.kb),
+            data: kb.layers[layer].read().unwrap_or_else(|e| e.into_inner()),
         })
     }
 
@@ -120,10 +173,10 @@ impl KvCache {
     /// Bytes allocated for K and V across all layers (capacity, not length); the recurrent
     /// state is [`KvCache::state_bytes`].
     pub(crate) fn bytes(&self) -> usize {
-        2 * self.shape.layers
-            * self.shape.kv_heads
-            * self.capacity
-            * self.shape.head_dim
+        let blocks = self.key_blocks.as_ref().map_or(0, |b| {
+            self.shape.layers * self.key_block_floats(b.kb, self.capacity)
+        });
+        (2 * self.shape.layers * self.shape.kv_heads * self.capacity * self.shape.head_dim + blocks)
             * DType::F32.size_in_bytes()
     }
 
@@ -162,8 +215,32 @@ impl KvCache {
         }
         self.k = k;
         self.v = v;
+        self.grow_key_blocks(capacity);
         self.capacity = capacity;
         Ok(())
+    }
+
+    /// The key blocks at a larger `capacity`, the held positions' blocks copied over.
+    fn grow_key_blocks(&mut self, capacity: usize) {
+        let Some(kb) = self.key_blocks.as_ref() else {
+            return;
+        };
+        let (k, hd) = (kb.kb, self.shape.head_dim);
+        let (old_n, new_n, held) = (
+            self.capacity.div_ceil(k),
+            capacity.div_ceil(k),
+            self.len.div_ceil(k),
+        );
+        let floats = self.key_block_floats(k, capacity);
+        for layer in &kb.layers {
+            let mut l = layer.write().unwrap_or_else(|e| e.into_inner());
+            let mut grown = vec![0f32; floats];
+            for g in 0..self.shape.kv_heads {
+                let (from, to) = (g * old_n * k * hd, g * new_n * k * hd);
+                grown[to..to + held * k * hd].copy_from_slice(&l[from..from + held * k * hd]);
+            }
+            *l = grown;
+        }
     }
 
     /// Writes `k`, `v` (`[kv_heads, n, head_dim]`, contiguous) of `layer` at the current length.
@@ -171,6 +248,11 @@ impl KvCache {
     pub(crate) fn write(&self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(), EngineError> {
         self.k[layer].slice_set(k, 1, self.len)?;
         self.v[layer].slice_set(v, 1, self.len)?;
+        if let Some(kb) = &self.key_blocks {
+            let keys = k.flatten_all()?.to_vec1::<f32>()?;
+            let mut l = kb.layers[layer].write().unwrap_or_else(|e| e.into_inner());
+            scatter(&mut l, &keys, self.len, self.capacity, kb.kb, self.shape);
+        }
         Ok(())
     }
 
@@ -194,6 +276,21 @@ impl KvCache {
             "advance past reserve; this is a bug"
         );
         self.len += n;
+    }
+}
+
+/// Keys `[kv_heads, n, head_dim]` of positions `pos..pos + n` into their blocks' columns.
+fn scatter(blocks: &mut [f32], keys: &[f32], pos: usize, capacity: usize, kb: usize, s: KvShape) {
+    let (hd, per_head) = (s.head_dim, capacity.div_ceil(kb) * kb * s.head_dim);
+    let n = keys.len() / (s.kv_heads * hd);
+    for g in 0..s.kv_heads {
+        for i in 0..n {
+            let p = pos + i;
+            let at = g * per_head + (p / kb) * kb * hd + p % kb;
+            for (d, &x) in keys[(g * n + i) * hd..][..hd].iter().enumerate() {
+                blocks[at + d * kb] = x;
+            }
+        }
     }
 }
 

@@ -57,3 +57,54 @@ fn truncate_rolls_back_and_limit_is_enforced() {
     assert!(c.reserve(64).is_err());
     assert!(c.reserve(63).is_ok());
 }
+
+/// Every held key's elements, read from the key blocks: `[kv_heads, len, head_dim]`.
+fn from_blocks(c: &KvCache, layer: usize) -> Vec<f32> {
+    let b = c.key_blocks(layer).unwrap();
+    let (s, len) = (shape(), c.len());
+    let mut out = Vec::new();
+    for g in 0..s.kv_heads {
+        for p in 0..len {
+            for d in 0..s.head_dim {
+                let at = ((g * b.blocks + p / b.kb) * s.head_dim + d) * b.kb + p % b.kb;
+                out.push(b.data[at]);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn key_blocks_hold_the_keys_through_writes_growth_and_rollback() {
+    let mut c = KvCache::new(shape(), 3, &Device::Cpu).unwrap();
+    c.keep_key_blocks(2);
+    let bytes_plain = 2 * 2 * 2 * 3 * 4 * 4;
+    assert_eq!(
+        c.bytes(),
+        bytes_plain + 2 * 2 * 4 * 4 * 4,
+        "blocks round capacity up"
+    );
+    let check = |c: &KvCache| {
+        for l in 0..2 {
+            let (k, _) = c.view(l, c.len()).unwrap();
+            let want = k.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            assert_eq!(from_blocks(c, l), want, "layer {l} at {} tokens", c.len());
+        }
+    };
+    for (n, base) in [(3, 0.0), (1, 50.0), (5, 100.0)] {
+        c.reserve(n).unwrap();
+        for l in 0..2 {
+            c.write(l, &block(n, base + l as f32), &block(n, 0.0))
+                .unwrap();
+        }
+        c.advance(n);
+        check(&c);
+    }
+    c.truncate(4);
+    c.reserve(2).unwrap();
+    for l in 0..2 {
+        c.write(l, &block(2, -7.0), &block(2, 0.0)).unwrap();
+    }
+    c.advance(2);
+    check(&c);
+}

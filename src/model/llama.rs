@@ -214,7 +214,11 @@ impl Llama {
 
     /// A fresh cache with room for `capacity` tokens.
     pub fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
-        KvCache::new(self.kv_shape(), capacity, &self.device)
+        let mut cache = KvCache::new(self.kv_shape(), capacity, &self.device)?;
+        if self.ours {
+            cache.keep_key_blocks(attention::key_block(self.cfg.head_dim));
+        }
+        Ok(cache)
     }
 
     /// Storage of the first layer's Q projection and of the head, for reports.
@@ -447,11 +451,12 @@ impl CpuAttention<'_> {
                     k.storage_and_layout().0,
                     v.storage_and_layout().0,
                     cache.capacity(),
+                    cache.key_blocks(l),
                 )
             })
             .collect();
         let mut segs = Vec::with_capacity(guards.len());
-        for (seg, (k, v, capacity)) in plan.segments.iter().zip(&guards) {
+        for (seg, (k, v, capacity, blocks)) in plan.segments.iter().zip(&guards) {
             let rows = SegmentRows {
                 start: seg.start,
                 len: seg.len,
@@ -461,6 +466,11 @@ impl CpuAttention<'_> {
                 k: cpu_f32(k)?,
                 v: cpu_f32(v)?,
                 capacity: *capacity,
+                key_blocks: blocks.as_ref().map(|b| attention::KeyBlocks {
+                    data: &b.data,
+                    kb: b.kb,
+                    blocks: b.blocks,
+                }),
             };
             segs.push((rows, kv));
         }

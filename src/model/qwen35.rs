@@ -218,7 +218,10 @@ impl Qwen35 {
 
     /// A fresh cache (KV rows and zero state) with room for `capacity` tokens.
     pub fn new_cache(&self, capacity: usize) -> Result<KvCache, EngineError> {
-        KvCache::with_state(self.kv_shape(), capacity, &self.device, self.state_shape())
+        let mut cache =
+            KvCache::with_state(self.kv_shape(), capacity, &self.device, self.state_shape())?;
+        cache.keep_key_blocks(super::attention::key_block(self.kv_shape().head_dim));
+        Ok(cache)
     }
 
     /// Storage of the first attention layer's q projection and of the head, for reports.

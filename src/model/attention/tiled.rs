@@ -20,7 +20,7 @@ use std::ops::Range;
 /// aid `time_attention` (512 queries after 4096 keys, 2 threads): at `hd` 256 blocks of 32 keys
 /// took 166.5 ms against 198.7 ms for 64 and 208.1 ms for 16 (a second run: 171.0, 221.6,
 /// 185.6); at `hd` 64, 64 keys were fastest (100.8 ms against 122.3 for 32; then 118.3, 129.5).
-fn key_block(hd: usize) -> usize {
+pub(super) fn key_block(hd: usize) -> usize {
     (8192 / hd.max(1) / 16 * 16).clamp(16, 64)
 }
 
@@ -144,7 +144,9 @@ fn unit(job: &Job) -> Vec<f32> {
     let base = u.g * kv.capacity * hd;
     let keys = &kv.k[base..base + (last_pos + 1) * hd];
     let values = &kv.v[base..base + (last_pos + 1) * hd];
-    let mut kt = vec![0f32; hd * kb];
+    // The cache's transposed key blocks when it keeps them in this block size, else our own.
+    let kept = kv.key_blocks.filter(|t| t.kb == kb);
+    let mut own = vec![0f32; if kept.is_some() { 0 } else { hd * kb }];
     // The unit's query vectors (row by row, each row's heads in order) and their scores.
     let qv: Vec<&[f32]> = u
         .rows
@@ -158,8 +160,14 @@ fn unit(job: &Job) -> Vec<f32> {
     for b in first(s.pos + u.rows.start) / kb..=last_pos / kb {
         let j0 = b * kb;
         let n = kb.min(last_pos + 1 - j0);
-        transpose(&keys[j0 * hd..(j0 + n) * hd], hd, &mut kt);
-        score_block(&qv, &kt, hd, &mut scores);
+        let kt = match kept {
+            Some(t) => &t.data[((u.g * t.blocks + b) * hd) * kb..][..hd * kb],
+            None => {
+                transpose(&keys[j0 * hd..(j0 + n) * hd], hd, &mut own);
+                &own[..]
+            }
+        };
+        score_block(&qv, kt, hd, &mut scores);
         for i in u.rows.clone() {
             let pos = s.pos + i;
             let (lo, hi) = (first(pos).max(j0), pos.min(j0 + n - 1));

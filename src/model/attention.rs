@@ -13,6 +13,8 @@
 //! devices use the candle-op attention in `llama.rs`.
 
 mod tiled;
+#[cfg(target_arch = "x86_64")]
+mod wide;
 
 /// Below this many multiply-adds (query-key pairs × heads × head width, scores and values) a
 /// step's attention runs on one thread: about what a parallel call costs to start.

@@ -138,6 +138,69 @@ fn tiled_attention_matches_a_plain_softmax_and_chunks_change_no_bit() {
 }
 
 #[test]
+fn wide_loops_give_the_portable_loops_bits() {
+    // Head widths past and between the 512-bit chunks (16, 64) and key blocks of 16 and 32;
+    // heads per KV head 1 to 5 (tiles of 4, 3, 2, 1 heads, 8, 4, 1 query vectors).
+    if !tiled::wide_here() {
+        eprintln!("no AVX-512 here: the 512-bit loops are not run");
+        return;
+    }
+    for (heads, kv_heads, hd, kb) in [
+        (6, 2, 44, 16),
+        (5, 1, 80, 32),
+        (4, 1, 256, 32),
+        (9, 3, 64, 64),
+    ] {
+        let dims = Dims {
+            heads,
+            kv_heads,
+            head_dim: hd,
+            interleaved: false,
+            rot: hd,
+        };
+        let (t, pos) = (37, 60);
+        let cap = pos + t;
+        let q = noise(t * heads * hd, 4);
+        let (k, v) = (noise(kv_heads * cap * hd, 5), noise(kv_heads * cap * hd, 6));
+        let kv = KvSlices {
+            k: &k,
+            v: &v,
+            capacity: cap,
+            key_blocks: None,
+        };
+        let seg = SegmentRows {
+            start: 0,
+            len: t,
+            pos,
+        };
+        for sc in [
+            Scoring::causal(hd),
+            Scoring {
+                window: Some(45),
+                softcap: Some(0.5),
+                divisor: 0.25,
+            },
+        ] {
+            let run = |wide| {
+                let mut out = vec![0f32; q.len()];
+                let tiling = tiled::Tiling {
+                    parallel: false,
+                    kb,
+                    wide,
+                };
+                tiled::attend_tiled(dims, sc, &q, &[(seg, kv)], &mut out, tiling);
+                out
+            };
+            assert_eq!(
+                run(true),
+                run(false),
+                "{heads}/{kv_heads} heads of {hd}, {sc:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_window_sees_only_its_last_keys() {
     // One head of width 8; key j is j·e0 and value j·e1, so a uniform score would give the
     // mean of the visible j in out[1]. With a zero query every visible key scores the same.
@@ -189,7 +252,8 @@ fn rope_rotates_pairs_or_halves() {
 }
 
 /// Timing aid (not a test of speed): 512 query rows after 4096 cached keys at SmolLM2-135M's
-/// shape and Gemma 3 270M's, with key blocks of 16, 32 and 64 keys side by side (medians of 5).
+/// shape and Gemma 3 270M's, with key blocks of 16, 32 and 64 keys, portable and 512-bit inner
+/// loops (where the CPU has them) side by side (medians of 5).
 /// `cargo test --release --lib time_attention -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -201,6 +265,19 @@ fn time_attention() {
         interleaved: false,
         rot: head_dim,
     };
+    let mut tilings = Vec::new();
+    for wide in [false, true]
+        .into_iter()
+        .filter(|&w| !w || tiled::wide_here())
+    {
+        for kb in [16, 32, 64] {
+            tilings.push(tiled::Tiling {
+                parallel: true,
+                kb,
+                wide,
+            });
+        }
+    }
     for dims in [shape(9, 3, 64), shape(4, 1, 256)] {
         let (cap, rows, hd) = (4608, 512, dims.head_dim);
         let q = noise(rows * dims.heads * hd, 1);
@@ -220,18 +297,22 @@ fn time_attention() {
             pos: 4096,
         };
         let mut out = vec![0f32; q.len()];
-        let mut ms = vec![Vec::new(); 3];
+        let mut ms = vec![Vec::new(); tilings.len()];
         for _ in 0..5 {
-            for (i, kb) in [16, 32, 64].into_iter().enumerate() {
+            for (i, &tiling) in tilings.iter().enumerate() {
                 let t = std::time::Instant::now();
                 let segs = [(seg, kv)];
-                tiled::attend_in_blocks(dims, Scoring::causal(hd), &q, &segs, &mut out, true, kb);
+                tiled::attend_tiled(dims, Scoring::causal(hd), &q, &segs, &mut out, tiling);
                 ms[i].push(t.elapsed().as_secs_f64() * 1e3);
             }
         }
-        for (i, kb) in [16, 32, 64].into_iter().enumerate() {
+        for (i, t) in tilings.iter().enumerate() {
             ms[i].sort_by(f64::total_cmp);
-            println!("head dim {hd}, key blocks of {kb}: {:.1} ms", ms[i][2]);
+            let loops = if t.wide { "512-bit" } else { "portable" };
+            println!(
+                "head dim {hd}, key blocks of {}, {loops}: {:.1} ms",
+                t.kb, ms[i][2]
+            );
         }
     }
 }

@@ -44,20 +44,45 @@ pub(super) fn attend(
     out: &mut [f32],
     parallel: bool,
 ) {
-    let kb = key_block(dims.head_dim);
-    attend_in_blocks(dims, scoring, q, segments, out, parallel, kb);
+    let tiling = Tiling {
+        parallel,
+        kb: key_block(dims.head_dim),
+        wide: wide_here(),
+    };
+    attend_tiled(dims, scoring, q, segments, out, tiling);
 }
 
-/// [`attend`] with key blocks of `kb` keys (a multiple of 16): the timing aid compares sizes.
-pub(super) fn attend_in_blocks(
+/// How [`attend_tiled`] runs: on the rayon pool or not, keys per block, and whether the inner
+/// loops use 512-bit registers ([`super::wide`]).
+#[derive(Clone, Copy)]
+pub(super) struct Tiling {
+    pub parallel: bool,
+    /// Keys per block, a multiple of 16.
+    pub kb: usize,
+    pub wide: bool,
+}
+
+/// Whether the calling thread's kernel level runs the 512-bit loops (AVX-512 VNNI).
+pub(super) fn wide_here() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::kernels::{runtime::current_level, Level};
+        current_level() == Level::Avx512Vnni && super::wide::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// [`attend`] as `tiling` says: the timing aid compares block sizes and loops.
+pub(super) fn attend_tiled(
     dims: Dims,
     scoring: Scoring,
     q: &[f32],
     segments: &[(SegmentRows, KvSlices)],
     out: &mut [f32],
-    parallel: bool,
-    kb: usize,
+    tiling: Tiling,
 ) {
+    let Tiling { parallel, kb, wide } = tiling;
     assert!(
         kb > 0 && kb.is_multiple_of(16),
         "key blocks of {kb}; this is a bug"
@@ -81,6 +106,7 @@ pub(super) fn attend_in_blocks(
             kv,
             u,
             kb,
+            wide,
         };
         unit(&job)
     };
@@ -110,6 +136,8 @@ struct Job<'a> {
     u: &'a Unit,
     /// Keys per block.
     kb: usize,
+    /// The 512-bit inner loops.
+    wide: bool,
 }
 
 /// The running softmax state of a unit's queries: per query its maximum score, sum of weights
@@ -130,6 +158,7 @@ fn unit(job: &Job) -> Vec<f32> {
         kv,
         u,
         kb,
+        wide,
     } = *job;
     let (hd, group) = (dims.head_dim, dims.heads / dims.kv_heads);
     let qw = dims.heads * hd;
@@ -167,7 +196,11 @@ fn unit(job: &Job) -> Vec<f32> {
                 &own[..]
             }
         };
-        score_block(&qv, kt, hd, &mut scores);
+        if wide {
+            wide_score_block(&qv, kt, hd, &mut scores);
+        } else {
+            score_block(&qv, kt, hd, &mut scores);
+        }
         for i in u.rows.clone() {
             let pos = s.pos + i;
             let (lo, hi) = (first(pos).max(j0), pos.min(j0 + n - 1));
@@ -188,7 +221,11 @@ fn unit(job: &Job) -> Vec<f32> {
             }
             let acc = &mut st.acc[q0 * hd..(q0 + group) * hd];
             let vals = &values[lo * hd..(hi + 1) * hd];
-            add_weighted::<2, 32>(acc, hd, kb, w, keys, vals);
+            if wide {
+                wide_add_weighted(acc, hd, kb, w, keys, vals);
+            } else {
+                add_weighted::<2, 32>(acc, hd, kb, w, keys, vals);
+            }
         }
     }
     for (acc, sum) in st.acc.chunks_exact_mut(hd).zip(&st.sum) {
@@ -197,6 +234,19 @@ fn unit(job: &Job) -> Vec<f32> {
         }
     }
     st.acc
+}
+
+#[cfg(target_arch = "x86_64")]
+use super::wide::{add_weighted as wide_add_weighted, score_block as wide_score_block};
+
+#[cfg(not(target_arch = "x86_64"))]
+fn wide_score_block(_: &[&[f32]], _: &[f32], _: usize, _: &mut [f32]) {
+    unreachable!("512-bit attention off x86-64; this is a bug")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn wide_add_weighted(_: &mut [f32], _: usize, _: usize, _: &[f32], _: Range<usize>, _: &[f32]) {
+    unreachable!("512-bit attention off x86-64; this is a bug")
 }
 
 /// Keys `[n, hd]` into `kt[hd, kb]` (columns past n keep stale values, never used).

@@ -50,32 +50,49 @@ impl Acts {
     }
 
     /// Quantizes `x` (`rows * k` f32, row-major) into this buffer as `kind`.
-    /// `k` must be a multiple of the block length.
+    /// `k` must be a multiple of the block length. Large inputs (a prefill's) are split into
+    /// runs of blocks quantized in parallel on the current rayon pool; blocks are independent,
+    /// so the values do not depend on the split.
     pub fn quantize(&mut self, kind: ActType, x: &[f32], rows: usize, k: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features (checked above).
-            return unsafe { self.quantize_avx2(kind, x, rows, k) };
+        let parts = if x.len() >= PARALLEL_MIN_VALUES {
+            super::pool::threads()
+        } else {
+            1
+        };
+        self.quantize_in(kind, x, rows, k, parts);
+    }
+
+    /// [`Self::quantize`] in `parts` runs of blocks (one on the calling thread).
+    fn quantize_in(&mut self, kind: ActType, x: &[f32], rows: usize, k: usize, parts: usize) {
+        self.prepare(kind, rows, k);
+        assert_eq!(x.len(), rows * k, "quantize: x is not rows × k");
+        let (bl, blocks) = (self.block_len(), rows * self.blocks());
+        let per = blocks.div_ceil(parts.max(1)).max(1);
+        let mut runs = Vec::with_capacity(parts);
+        let (mut rest, mut x) = (self.blocks_mut(kind), x);
+        while !x.is_empty() {
+            let n = per.min(x.len() / bl);
+            let (run, tail) = rest.split(n, bl);
+            let (xs, xt) = x.split_at(n * bl);
+            runs.push((run, xs));
+            (rest, x) = (tail, xt);
         }
-        self.quantize_here(kind, x, rows, k)
+        if runs.len() <= 1 {
+            runs.into_iter()
+                .for_each(|(run, xs)| fill(kind, bl, xs, run));
+        } else {
+            use rayon::prelude::*;
+            runs.into_par_iter()
+                .for_each(|(run, xs)| fill(kind, bl, xs, run));
+        }
     }
 
-    /// [`Self::quantize`] compiled for AVX2, so the rounding and the scale search vectorise;
-    /// the same values as the portable build (rounding is exact either way).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn quantize_avx2(&mut self, kind: ActType, x: &[f32], rows: usize, k: usize) {
-        self.quantize_here(kind, x, rows, k)
-    }
-
-    #[inline(always)]
-    fn quantize_here(&mut self, kind: ActType, x: &[f32], rows: usize, k: usize) {
+    /// Sets the shape and sizes the buffers for `rows × k` values as `kind`.
+    fn prepare(&mut self, kind: ActType, rows: usize, k: usize) {
         self.kind = Some(kind);
         self.rows = rows;
         self.k = k;
         let nb = self.blocks();
-        assert_eq!(x.len(), rows * k, "quantize: x is not rows × k");
         assert_eq!(nb * self.block_len(), k, "quantize: k is not whole blocks");
         resize(&mut self.qs, rows * k);
         resize(&mut self.d, rows * nb);
@@ -87,25 +104,22 @@ impl Acts {
             ActType::Q8_1 => resize(&mut self.s, rows * nb),
             ActType::Q8K => resize(&mut self.bsums, rows * nb * 16),
         }
-        for i in 0..rows * nb {
-            let bl = self.block_len();
-            let (xs, qs) = (&x[i * bl..(i + 1) * bl], &mut self.qs[i * bl..(i + 1) * bl]);
-            match kind {
-                ActType::Q8_0 => {
-                    self.d[i] = quantize_q8_0(xs, qs);
-                    for (g, s) in self.sum4[i * 8..i * 8 + 8].iter_mut().enumerate() {
-                        *s = qs[g * 4..g * 4 + 4].iter().map(|&q| q as i32).sum();
-                    }
-                    self.sums[i] = self.sum4[i * 8..i * 8 + 8].iter().sum();
-                }
-                ActType::Q8_1 => (self.d[i], self.s[i]) = quantize_q8_1(xs, qs),
-                ActType::Q8K => {
-                    self.d[i] = quantize_q8_k(xs, qs);
-                    for (g, s) in self.bsums[i * 16..i * 16 + 16].iter_mut().enumerate() {
-                        *s = qs[g * 16..g * 16 + 16].iter().map(|&q| q as i16).sum();
-                    }
-                }
-            }
+    }
+
+    /// Every block's outputs for `kind` (the other formats' buffers left out).
+    fn blocks_mut(&mut self, kind: ActType) -> BlocksMut<'_> {
+        let (q8_0, q8_1, q8k) = (
+            kind == ActType::Q8_0,
+            kind == ActType::Q8_1,
+            kind == ActType::Q8K,
+        );
+        BlocksMut {
+            qs: &mut self.qs,
+            d: &mut self.d,
+            s: if q8_1 { &mut self.s } else { &mut [] },
+            sum4: if q8_0 { &mut self.sum4 } else { &mut [] },
+            sums: if q8_0 { &mut self.sums } else { &mut [] },
+            bsums: if q8k { &mut self.bsums } else { &mut [] },
         }
     }
 
@@ -113,6 +127,96 @@ impl Acts {
     pub(crate) fn block(&self, r: usize, b: usize) -> &[i8] {
         let bl = self.block_len();
         &self.qs[r * self.k + b * bl..r * self.k + (b + 1) * bl]
+    }
+}
+
+/// Below this many values a matmul's activations are quantized on the calling thread (a
+/// decode step's: a parallel call would cost more than it saves).
+const PARALLEL_MIN_VALUES: usize = 1 << 15;
+
+/// The outputs of a run of consecutive blocks: per block `qs` one block of values, `d` one
+/// scale, and the extras of the format (`s` 1, `sum4` 8 and `sums` 1, `bsums` 16); the other
+/// formats' slices are empty.
+struct BlocksMut<'a> {
+    qs: &'a mut [i8],
+    d: &'a mut [f32],
+    s: &'a mut [f32],
+    sum4: &'a mut [i32],
+    sums: &'a mut [i32],
+    bsums: &'a mut [i16],
+}
+
+impl<'a> BlocksMut<'a> {
+    /// The first `n` blocks (of `bl` values) and the rest.
+    fn split(self, n: usize, bl: usize) -> (Self, Self) {
+        fn cut<T>(v: &mut [T], at: usize) -> (&mut [T], &mut [T]) {
+            v.split_at_mut(if v.is_empty() { 0 } else { at })
+        }
+        let (qs, qs2) = self.qs.split_at_mut(n * bl);
+        let (d, d2) = self.d.split_at_mut(n);
+        let (s, s2) = cut(self.s, n);
+        let (sum4, sum42) = cut(self.sum4, n * 8);
+        let (sums, sums2) = cut(self.sums, n);
+        let (bsums, bsums2) = cut(self.bsums, n * 16);
+        (
+            BlocksMut {
+                qs,
+                d,
+                s,
+                sum4,
+                sums,
+                bsums,
+            },
+            BlocksMut {
+                qs: qs2,
+                d: d2,
+                s: s2,
+                sum4: sum42,
+                sums: sums2,
+                bsums: bsums2,
+            },
+        )
+    }
+}
+
+/// Quantizes the blocks of `x` (`bl` values each) into `out`, compiled for AVX2 where the CPU
+/// has it so the rounding and the scale search vectorise (the same values: rounding is exact
+/// either way).
+fn fill(kind: ActType, bl: usize, x: &[f32], out: BlocksMut) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the features (checked above).
+        return unsafe { fill_avx2(kind, bl, x, out) };
+    }
+    fill_here(kind, bl, x, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fill_avx2(kind: ActType, bl: usize, x: &[f32], out: BlocksMut) {
+    fill_here(kind, bl, x, out)
+}
+
+#[inline(always)]
+fn fill_here(kind: ActType, bl: usize, x: &[f32], out: BlocksMut) {
+    for (i, xs) in x.chunks_exact(bl).enumerate() {
+        let qs = &mut out.qs[i * bl..(i + 1) * bl];
+        match kind {
+            ActType::Q8_0 => {
+                out.d[i] = quantize_q8_0(xs, qs);
+                for (g, s) in out.sum4[i * 8..i * 8 + 8].iter_mut().enumerate() {
+                    *s = qs[g * 4..g * 4 + 4].iter().map(|&q| q as i32).sum();
+                }
+                out.sums[i] = out.sum4[i * 8..i * 8 + 8].iter().sum();
+            }
+            ActType::Q8_1 => (out.d[i], out.s[i]) = quantize_q8_1(xs, qs),
+            ActType::Q8K => {
+                out.d[i] = quantize_q8_k(xs, qs);
+                for (g, s) in out.bsums[i * 16..i * 16 + 16].iter_mut().enumerate() {
+                    *s = qs[g * 16..g * 16 + 16].iter().map(|&q| q as i16).sum();
+                }
+            }
+        }
     }
 }
 
@@ -168,9 +272,15 @@ pub(crate) fn quantize_q8_1(xs: &[f32], qs: &mut [i8]) -> (f32, f32) {
 #[inline(always)]
 pub(crate) fn quantize_q8_k(xs: &[f32], qs: &mut [i8]) -> f32 {
     // The first value of the largest magnitude, as the reference's running comparison picks
-    // it (NaNs never win), in two passes so the first vectorises.
+    // it (NaNs never win): the first chunk of 16 holding it (a test without a branch per value,
+    // so it vectorises), then the value in it.
     let amax = amax(xs);
-    let max = xs.iter().copied().find(|x| x.abs() == amax).unwrap_or(0.0);
+    let hit = |x: &f32| x.abs() == amax;
+    let max = xs
+        .chunks(16)
+        .find(|c| c.iter().fold(false, |f, x| f | hit(x)))
+        .and_then(|c| c.iter().copied().find(hit))
+        .unwrap_or(0.0);
     if amax == 0.0 {
         qs.fill(0);
         return 0.0;
@@ -202,11 +312,12 @@ mod tests {
         assert_eq!(quantize_q8_k(&[0.0; QK_K], &mut qs), 0.0);
     }
 
-    /// The AVX2 build rounds exactly as the portable one: random blocks, blocks whose scale is
-    /// 1 so halves (2.5, -0.5) meet the rounding, and zero blocks.
+    /// The AVX2 build rounds exactly as the portable one, and a split into parallel runs of
+    /// blocks changes no value: random blocks, blocks whose scale is 1 so halves (2.5, -0.5)
+    /// meet the rounding, and zero blocks.
     #[test]
     #[cfg(target_arch = "x86_64")]
-    fn the_avx2_build_equals_the_portable_one() {
+    fn the_avx2_build_and_parallel_runs_equal_the_portable_one() {
         if !std::arch::is_x86_feature_detected!("avx2")
             || !std::arch::is_x86_feature_detected!("fma")
         {
@@ -224,18 +335,22 @@ mod tests {
         x[32] = 127.0;
         x[256 + 64..256 + 96].fill(0.0);
         for kind in [ActType::Q8_0, ActType::Q8_1, ActType::Q8K] {
-            let (mut a, mut b) = (Acts::default(), Acts::default());
-            a.quantize_here(kind, &x, rows, k);
-            // SAFETY: the features were checked above.
-            unsafe { b.quantize_avx2(kind, &x, rows, k) };
-            assert_eq!(a.qs, b.qs, "{kind:?}: values");
-            assert_eq!(a.d, b.d, "{kind:?}: scales");
-            assert_eq!(
-                (&a.s, &a.sums, &a.sum4),
-                (&b.s, &b.sums, &b.sum4),
-                "{kind:?}: sums"
-            );
-            assert_eq!(a.bsums, b.bsums, "{kind:?}: block sums");
+            let mut a = Acts::default();
+            a.prepare(kind, rows, k);
+            let bl = a.block_len();
+            fill_here(kind, bl, &x, a.blocks_mut(kind));
+            for parts in [1, 2, 5] {
+                let mut b = Acts::default();
+                b.quantize_in(kind, &x, rows, k, parts);
+                assert_eq!(a.qs, b.qs, "{kind:?} in {parts}: values");
+                assert_eq!(a.d, b.d, "{kind:?} in {parts}: scales");
+                assert_eq!(
+                    (&a.s, &a.sums, &a.sum4),
+                    (&b.s, &b.sums, &b.sum4),
+                    "{kind:?} in {parts}: sums"
+                );
+                assert_eq!(a.bsums, b.bsums, "{kind:?} in {parts}: block sums");
+            }
         }
     }
 }

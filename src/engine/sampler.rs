@@ -77,17 +77,33 @@ pub(crate) fn sample(logits: &[f32], cfg: &SamplingConfig, u: f64) -> u32 {
     cand.pop().map(|c| c.0).unwrap_or_else(|| argmax(logits))
 }
 
-/// Index of the largest logit; the lowest index wins ties; NaN never wins.
+/// Index of the largest logit; the lowest index wins ties; NaN never wins. Two passes that
+/// vectorise (a vocabulary of 262144 took 3 % of a decode step as one compare chain): the
+/// maximum in 16 lanes, then the first chunk of 16 holding it, then its place in the chunk.
 pub fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    let mut best_v = f32::NEG_INFINITY;
-    for (i, &v) in logits.iter().enumerate() {
-        if v > best_v {
-            best = i;
-            best_v = v;
+    let larger = |m: f32, v: f32| if v > m { v } else { m };
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let chunks = logits.chunks_exact(16);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (m, &v) in lanes.iter_mut().zip(c) {
+            *m = larger(*m, v);
         }
     }
-    best as u32
+    let max = tail
+        .iter()
+        .chain(&lanes)
+        .fold(f32::NEG_INFINITY, |m, &v| larger(m, v));
+    if max == f32::NEG_INFINITY {
+        return 0;
+    }
+    let hit = |v: &f32| *v == max;
+    let chunk = logits
+        .chunks(16)
+        .position(|c| c.iter().fold(false, |f, v| f | hit(v)))
+        .unwrap_or(0);
+    let at = logits[chunk * 16..].iter().position(hit).unwrap_or(0);
+    (chunk * 16 + at) as u32
 }
 
 /// Tokens left after temperature, top-k and top-p, with unnormalised probabilities, most

@@ -17,6 +17,45 @@ fn greedy_is_argmax_lowest_on_ties_and_skips_nan() {
     assert_eq!(argmax(&[f32::NAN, -5.0, -4.0]), 2);
 }
 
+/// The chunked argmax is the plain first-strictly-larger loop: ties across and within chunks,
+/// NaNs, infinities, signed zeros, tails shorter than a chunk, nothing above minus infinity.
+#[test]
+fn argmax_equals_the_plain_loop() {
+    let plain = |xs: &[f32]| {
+        let mut best = (0, f32::NEG_INFINITY);
+        for (i, &v) in xs.iter().enumerate() {
+            if v > best.1 {
+                best = (i, v);
+            }
+        }
+        best.0 as u32
+    };
+    let mut state = 12345u32;
+    let mut next = || {
+        state = state.wrapping_mul(1664525).wrapping_add(1013904223);
+        state >> 8
+    };
+    for len in [0, 1, 5, 16, 17, 40, 333] {
+        for _ in 0..50 {
+            let xs: Vec<f32> = (0..len)
+                .map(|_| match next() % 10 {
+                    0 => f32::NAN,
+                    1 => f32::NEG_INFINITY,
+                    2 => -0.0,
+                    3 => 0.0,
+                    _ => (next() % 7) as f32 - 3.0,
+                })
+                .collect();
+            assert_eq!(argmax(&xs), plain(&xs), "{xs:?}");
+        }
+    }
+    assert_eq!(argmax(&[f32::NAN; 20]), 0);
+    assert_eq!(
+        argmax(&[f32::NEG_INFINITY, f32::INFINITY, f32::INFINITY]),
+        1
+    );
+}
+
 #[test]
 fn top_k_one_is_greedy_whatever_the_draw() {
     for u in [0.0, 0.3, 0.999] {

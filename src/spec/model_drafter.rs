@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 
 use super::{DraftInput, Drafter};
+use crate::engine::sampler::argmax;
 use crate::error::EngineError;
 use crate::model::family::Model;
 use crate::model::kv::KvCache;
@@ -240,17 +241,6 @@ impl Drafter for ModelDrafter<'_> {
     fn peak_kv_bytes(&self) -> usize {
         self.peak_kv
     }
-}
-
-/// Index of the largest logit; the lowest index wins ties (as the engine's greedy sampler).
-fn argmax(row: &[f32]) -> u32 {
-    let mut best = (0, f32::NEG_INFINITY);
-    for (i, &v) in row.iter().enumerate() {
-        if v > best.1 {
-            best = (i, v);
-        }
-    }
-    best.0 as u32
 }
 
 #[cfg(test)]

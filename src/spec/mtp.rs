@@ -23,6 +23,7 @@ use candle_core::Tensor;
 
 use super::{DraftInput, Drafter};
 use crate::config::WeightDType;
+use crate::engine::sampler::argmax;
 use crate::error::{EngineError, ModelError};
 use crate::model::family::Model;
 use crate::model::gguf::Gguf;
@@ -334,15 +335,4 @@ impl Drafter for MtpDrafter<'_> {
         self.seqs.insert(id, state);
         Ok(())
     }
-}
-
-/// Index of the largest logit; the lowest index wins ties (as the engine's greedy sampler).
-fn argmax(row: &[f32]) -> u32 {
-    let mut best = (0, f32::NEG_INFINITY);
-    for (i, &v) in row.iter().enumerate() {
-        if v > best.1 {
-            best = (i, v);
-        }
-    }
-    best.0 as u32
 }

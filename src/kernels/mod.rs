@@ -32,6 +32,8 @@ mod avx512;
 #[cfg(target_arch = "x86_64")]
 mod kquants;
 #[cfg(target_arch = "x86_64")]
+mod quantize_avx2;
+#[cfg(target_arch = "x86_64")]
 mod simd;
 #[cfg(target_arch = "x86_64")]
 mod tiles8;

@@ -191,10 +191,37 @@ fn fill(kind: ActType, bl: usize, x: &[f32], out: BlocksMut) {
     fill_here(kind, bl, x, out)
 }
 
+/// [`fill_here`] with the blocks quantized by [`super::quantize_avx2`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn fill_avx2(kind: ActType, bl: usize, x: &[f32], out: BlocksMut) {
-    fill_here(kind, bl, x, out)
+    use super::quantize_avx2::{q8_block, q8k_block};
+    for (i, xs) in x.chunks_exact(bl).enumerate() {
+        let qs = &mut out.qs[i * bl..(i + 1) * bl];
+        match kind {
+            ActType::Q8_0 => {
+                let sum4: &mut [i32; 8] = (&mut out.sum4[i * 8..i * 8 + 8]).try_into().unwrap();
+                let (d, sum) = q8_block(xs, qs, sum4);
+                (out.d[i], out.sums[i]) = (f16::from_f32(d).to_f32(), sum);
+            }
+            ActType::Q8_1 => {
+                let (d, sum) = q8_block(xs, qs, &mut [0; 8]);
+                out.d[i] = f16::from_f32(d).to_f32();
+                out.s[i] = f16::from_f32(sum as f32 * d).to_f32();
+            }
+            ActType::Q8K => {
+                let max = first_largest(xs);
+                let bsums = &mut out.bsums[i * 16..i * 16 + 16];
+                out.d[i] = if max == 0.0 {
+                    qs.fill(0);
+                    bsums.fill(0);
+                    0.0
+                } else {
+                    1.0 / q8k_block(xs, max, qs, bsums)
+                };
+            }
+        }
+    }
 }
 
 #[inline(always)]
@@ -268,20 +295,24 @@ pub(crate) fn quantize_q8_1(xs: &[f32], qs: &mut [i8]) -> (f32, f32) {
     )
 }
 
+/// The first value of the largest magnitude, as ggml's running comparison picks it (NaNs never
+/// win; 0 for none): the first chunk of 16 holding it (a test without a branch per value, so
+/// it vectorises), then the value in it.
+#[inline(always)]
+fn first_largest(xs: &[f32]) -> f32 {
+    let amax = amax(xs);
+    let hit = |x: &f32| x.abs() == amax;
+    xs.chunks(16)
+        .find(|c| c.iter().fold(false, |f, x| f | hit(x)))
+        .and_then(|c| c.iter().copied().find(hit))
+        .unwrap_or(0.0)
+}
+
 /// One Q8_K block (ggml `quantize_row_q8_K_ref`): returns the f32 scale.
 #[inline(always)]
 pub(crate) fn quantize_q8_k(xs: &[f32], qs: &mut [i8]) -> f32 {
-    // The first value of the largest magnitude, as the reference's running comparison picks
-    // it (NaNs never win): the first chunk of 16 holding it (a test without a branch per value,
-    // so it vectorises), then the value in it.
-    let amax = amax(xs);
-    let hit = |x: &f32| x.abs() == amax;
-    let max = xs
-        .chunks(16)
-        .find(|c| c.iter().fold(false, |f, x| f | hit(x)))
-        .and_then(|c| c.iter().copied().find(hit))
-        .unwrap_or(0.0);
-    if amax == 0.0 {
+    let max = first_largest(xs);
+    if max == 0.0 {
         qs.fill(0);
         return 0.0;
     }
@@ -312,9 +343,9 @@ mod tests {
         assert_eq!(quantize_q8_k(&[0.0; QK_K], &mut qs), 0.0);
     }
 
-    /// The AVX2 build rounds exactly as the portable one, and a split into parallel runs of
-    /// blocks changes no value: random blocks, blocks whose scale is 1 so halves (2.5, -0.5)
-    /// meet the rounding, and zero blocks.
+    /// The AVX2 intrinsics round exactly as the portable build, and a split into parallel runs
+    /// of blocks changes no value: random blocks, blocks whose scale is 1 so halves (2.5, -0.5)
+    /// meet the rounding, zero blocks, a NaN, an infinity and a tiny value.
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn the_avx2_build_and_parallel_runs_equal_the_portable_one() {
@@ -334,6 +365,7 @@ mod tests {
         x[0] = -127.0;
         x[32] = 127.0;
         x[256 + 64..256 + 96].fill(0.0);
+        (x[600], x[1100], x[1300]) = (f32::NAN, f32::INFINITY, -1e-30);
         for kind in [ActType::Q8_0, ActType::Q8_1, ActType::Q8K] {
             let mut a = Acts::default();
             a.prepare(kind, rows, k);
@@ -343,10 +375,11 @@ mod tests {
                 let mut b = Acts::default();
                 b.quantize_in(kind, &x, rows, k, parts);
                 assert_eq!(a.qs, b.qs, "{kind:?} in {parts}: values");
-                assert_eq!(a.d, b.d, "{kind:?} in {parts}: scales");
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a.d), bits(&b.d), "{kind:?} in {parts}: scales");
                 assert_eq!(
-                    (&a.s, &a.sums, &a.sum4),
-                    (&b.s, &b.sums, &b.sum4),
+                    (bits(&a.s), &a.sums, &a.sum4),
+                    (bits(&b.s), &b.sums, &b.sum4),
                     "{kind:?} in {parts}: sums"
                 );
                 assert_eq!(a.bsums, b.bsums, "{kind:?} in {parts}: block sums");

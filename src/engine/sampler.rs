@@ -77,34 +77,9 @@ pub(crate) fn sample(logits: &[f32], cfg: &SamplingConfig, u: f64) -> u32 {
     cand.pop().map(|c| c.0).unwrap_or_else(|| argmax(logits))
 }
 
-/// Index of the largest logit; the lowest index wins ties; NaN never wins. Two passes that
-/// vectorise (a vocabulary of 262144 took 3 % of a decode step as one compare chain): the
-/// maximum in 16 lanes, then the first chunk of 16 holding it, then its place in the chunk.
-pub fn argmax(logits: &[f32]) -> u32 {
-    let larger = |m: f32, v: f32| if v > m { v } else { m };
-    let mut lanes = [f32::NEG_INFINITY; 16];
-    let chunks = logits.chunks_exact(16);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for (m, &v) in lanes.iter_mut().zip(c) {
-            *m = larger(*m, v);
-        }
-    }
-    let max = tail
-        .iter()
-        .chain(&lanes)
-        .fold(f32::NEG_INFINITY, |m, &v| larger(m, v));
-    if max == f32::NEG_INFINITY {
-        return 0;
-    }
-    let hit = |v: &f32| *v == max;
-    let chunk = logits
-        .chunks(16)
-        .position(|c| c.iter().fold(false, |f, v| f | hit(v)))
-        .unwrap_or(0);
-    let at = logits[chunk * 16..].iter().position(hit).unwrap_or(0);
-    (chunk * 16 + at) as u32
-}
+/// The greedy pick (one function for the sampler and the drafters, in `model` so `spec` needs
+/// no import of `engine`).
+pub use crate::model::vmath::argmax;
 
 /// Tokens left after temperature, top-k and top-p, with unnormalised probabilities, most
 /// likely first.

@@ -1,6 +1,6 @@
 //! Exponentials in plain arithmetic that vectorises (no libm call per element): the softmax
 //! weights of attention and GELU with the tanh approximation (as `g · sigmoid(2u)`); and SiLU,
-//! which keeps libm's exponential.
+//! which keeps libm's exponential. Also the greedy argmax over a row of logits.
 
 /// `e^x` for `x` in `[-87, 88]` (callers clamp) to within a few units in the last place:
 /// `x = n ln 2 + r`, a degree-6 polynomial for `e^r`, `2^n` from the exponent bits.
@@ -45,6 +45,35 @@ pub(crate) fn silu(x: f32) -> f32 {
 pub(crate) fn gelu_tanh(x: f32) -> f32 {
     const C2: f32 = 2.0 * 0.797_884_6; // 2 sqrt(2 / pi)
     x * sigmoid(C2 * x.mul_add(0.044_715 * x * x, x))
+}
+
+/// Index of the largest logit; the lowest index wins ties; NaN never wins. Two passes that
+/// vectorise (a vocabulary of 262144 took 3 % of a decode step as one compare chain): the
+/// maximum in 16 lanes, then the first chunk of 16 holding it, then its place in the chunk.
+pub fn argmax(logits: &[f32]) -> u32 {
+    let larger = |m: f32, v: f32| if v > m { v } else { m };
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let chunks = logits.chunks_exact(16);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (m, &v) in lanes.iter_mut().zip(c) {
+            *m = larger(*m, v);
+        }
+    }
+    let max = tail
+        .iter()
+        .chain(&lanes)
+        .fold(f32::NEG_INFINITY, |m, &v| larger(m, v));
+    if max == f32::NEG_INFINITY {
+        return 0;
+    }
+    let hit = |v: &f32| *v == max;
+    let chunk = logits
+        .chunks(16)
+        .position(|c| c.iter().fold(false, |f, v| f | hit(v)))
+        .unwrap_or(0);
+    let at = logits[chunk * 16..].iter().position(hit).unwrap_or(0);
+    (chunk * 16 + at) as u32
 }
 
 #[cfg(test)]

@@ -21,13 +21,13 @@
 use std::collections::HashMap;
 
 use super::{DraftInput, Drafter};
-use crate::engine::sampler::argmax;
 use crate::error::EngineError;
 use crate::model::family::Model;
 use crate::model::kv::KvCache;
 use crate::model::llama::{Llama, LogitRows, SeqInput};
 use crate::model::prefix::{PrefixCache, PrefixStats};
 use crate::model::qwen35::Qwen35;
+use crate::model::vmath::argmax;
 
 struct SeqState {
     cache: KvCache,

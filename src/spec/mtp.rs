@@ -23,13 +23,13 @@ use candle_core::Tensor;
 
 use super::{DraftInput, Drafter};
 use crate::config::WeightDType;
-use crate::engine::sampler::argmax;
 use crate::error::{EngineError, ModelError};
 use crate::model::family::Model;
 use crate::model::gguf::Gguf;
 use crate::model::kv::KvCache;
 use crate::model::llama::{Llama, NextnInput};
 use crate::model::qwen35::Qwen35;
+use crate::model::vmath::argmax;
 use crate::model::ModelPath;
 
 /// Model families whose checkpoints carry multi-token-prediction layers.

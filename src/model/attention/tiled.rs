@@ -2,7 +2,9 @@
 //! blocks of [`QUERY_BLOCK`], all the query heads that share one KV head together, against keys
 //! in blocks of [`key_block`] keys; each query keeps a running maximum, sum and weighted sum of V
 //! (online softmax), so a block of keys is read once per block of queries rather than once per
-//! query and head. Units (rows × KV head) run in parallel.
+//! query and head. Units (rows × KV head) run in parallel. At the `avx512-vnni` kernel level the
+//! two inner loops (scores, weighted sums of V) run on 512-bit registers ([`super::wide`]),
+//! lane for lane the same arithmetic as the portable loops here.
 //!
 //! A query's arithmetic depends only on its own position, window and the cache: key blocks start
 //! at multiples of [`key_block`] (absolute positions) whichever rows share a unit, a score is a

@@ -249,9 +249,10 @@ impl KvCache {
         self.k[layer].slice_set(k, 1, self.len)?;
         self.v[layer].slice_set(v, 1, self.len)?;
         if let Some(kb) = &self.key_blocks {
-            let keys = k.flatten_all()?.to_vec1::<f32>()?;
             let mut l = kb.layers[layer].write().unwrap_or_else(|e| e.into_inner());
-            scatter(&mut l, &keys, self.len, self.capacity, kb.kb, self.shape);
+            super::projections::with_f32(k, |keys| {
+                scatter(&mut l, keys, self.len, self.capacity, kb.kb, self.shape)
+            })?;
         }
         Ok(())
     }

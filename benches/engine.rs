@@ -16,17 +16,22 @@
 //! (`tools/vs-llamacpp` reads it).
 //!
 //! `--repack auto|on|off` loads our model with that setting (the stock column is unaffected).
+//! `--dtype q|f32|f16|bf16` loads our model with its matrices stored so (`q`, the default, keeps
+//! the file's blocks); with a dense dtype there is no stock column and the bytes a decoded
+//! token reads count every matrix at that dtype's width.
 //! `--decode-only SEQS` runs nothing but our decode of SEQS sequences, `--prefill-only` nothing
 //! but our 512-token prefill, at `--depth N` if given (for a profiler).
 //!
 //! `cargo bench --bench engine [-- --rounds N --decode N --threads N --model NAME|FILE
-//! --depth N --json FILE --repack auto|on|off --decode-only SEQS --prefill-only]`
+//! --depth N --json FILE --repack auto|on|off --dtype q|f32|f16|bf16 --decode-only SEQS
+//! --prefill-only]`
 
 use std::time::Instant;
 
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::ModelWeights;
+use clap::ValueEnum;
 use tokfire::config::{DeviceSpec, ModelConfig, Repack, WeightDType};
 use tokfire::engine::sampler::argmax;
 use tokfire::measure::stats;
@@ -47,6 +52,7 @@ struct Args {
     depth: usize,
     json: Option<String>,
     repack: Repack,
+    dtype: WeightDType,
     decode_only: Option<usize>,
     prefill_only: bool,
 }
@@ -60,6 +66,7 @@ fn args() -> Args {
         depth: 0,
         json: None,
         repack: Repack::Auto,
+        dtype: WeightDType::Q,
         decode_only: None,
         prefill_only: false,
     };
@@ -74,6 +81,9 @@ fn args() -> Args {
             "--depth" => a.depth = w[1].parse().expect("--depth N"),
             "--json" => a.json = Some(w[1].clone()),
             "--decode-only" => a.decode_only = Some(w[1].parse().expect("--decode-only SEQS")),
+            "--dtype" => {
+                a.dtype = clap::ValueEnum::from_str(&w[1], false).expect("--dtype q|f32|f16|bf16")
+            }
             "--repack" => {
                 a.repack = clap::ValueEnum::from_str(&w[1], false).expect("--repack auto|on|off")
             }
@@ -267,14 +277,15 @@ fn main() {
         model: path.to_string_lossy().into(),
         cache_dir: cache,
         hf_cache_dir: std::env::temp_dir(),
-        dtype: WeightDType::Q,
+        dtype: a.dtype,
         device: DeviceSpec::Cpu,
         chat_template: None,
         load: Default::default(),
         repack: a.repack,
     };
     let ours = tokfire::model::load(&cfg, tokfire::model::Kernels::Ours).unwrap();
-    let mut stock = ours.model.as_llama().is_some().then(|| stock_model(&path));
+    let quantized = a.dtype == WeightDType::Q;
+    let mut stock = (quantized && ours.model.as_llama().is_some()).then(|| stock_model(&path));
     let (p128, p512) = (
         prompt_of(&ours.tokenizer, 128),
         prompt_of(&ours.tokenizer, 512),
@@ -326,7 +337,7 @@ fn main() {
         }
     }
     let repacked = ours.split.as_ref().map_or(0, |s| s.repacked_bytes);
-    println!("engine benchmark: {} | {}, repack {} ({:.1} MB repacked) | {} rounds, median (min–max) tok/s | decode {} tokens after a 16-token prompt", path.display(), tokfire::kernels::describe(), a.repack, repacked as f64 / 1e6, a.rounds, a.decode);
+    println!("engine benchmark: {} | {}, dtype {}, repack {} ({:.1} MB repacked) | {} rounds, median (min–max) tok/s | decode {} tokens after a 16-token prompt", path.display(), tokfire::kernels::describe(), a.dtype.to_possible_value().unwrap().get_name(), a.repack, repacked as f64 / 1e6, a.rounds, a.decode);
     println!("| case | ours | stock quantized_llama | ours ÷ stock |");
     println!("|---|---|---|---|");
     let stock_col = |i: usize| stock.is_some().then_some(s[i].as_slice());
@@ -349,7 +360,12 @@ fn main() {
     }
     let stream = bandwidth::streaming_read(5);
     let kv = ours.model.kv_shape().bytes_per_token() as f64 * (16.0 + a.decode as f64 / 2.0);
-    let per_token = bandwidth::weight_bytes_per_token(&path) as f64 + kv;
+    let dense_bytes = match a.dtype {
+        WeightDType::Q => None,
+        WeightDType::F32 => Some(4),
+        WeightDType::F16 | WeightDType::Bf16 => Some(2),
+    };
+    let per_token = bandwidth::weight_bytes_per_token(&path, dense_bytes) as f64 + kv;
     let achieved = per_token * one;
     println!(
         "bandwidth: decode, 1 sequence reads {:.1} MB/token ({:.1} MB of KV) × {one:.1} tok/s = \
@@ -379,6 +395,7 @@ fn main() {
         let doc = serde_json::json!({
             "model": path, "kernels": tokfire::kernels::describe(), "depth": a.depth,
             "repack": a.repack.to_string(), "repacked_bytes": repacked,
+            "dtype": a.dtype.to_possible_value().unwrap().get_name(),
             "decode_tokens": a.decode, "tok_s": out, "stream_read_bytes_s": stream,
             "decode_bytes_per_token": per_token,
         });

@@ -31,8 +31,10 @@ pub fn streaming_read(passes: usize) -> f64 {
 }
 
 /// Bytes of the GGUF's tensors one decode step reads: every tensor, except a token-embedding
-/// table that is not also the output head (a step gathers one row of it).
-pub fn weight_bytes_per_token(path: &Path) -> u64 {
+/// table that is not also the output head (a step gathers one row of it). With `dense` bytes
+/// per element, every matrix counts at that width and every vector as f32 (how `--dtype`
+/// loads them).
+pub fn weight_bytes_per_token(path: &Path, dense: Option<usize>) -> u64 {
     let mut f = std::fs::File::open(path).unwrap();
     let ct = gguf_file::Content::read(&mut f).unwrap();
     let untied = ct.tensor_infos.contains_key("output.weight");
@@ -41,7 +43,12 @@ pub fn weight_bytes_per_token(path: &Path) -> u64 {
         .filter(|(name, _)| !(untied && name.as_str() == "token_embd.weight"))
         .map(|(_, t)| {
             let d = t.ggml_dtype;
-            (t.shape.elem_count() / d.block_size() * d.type_size()) as u64
+            let n = t.shape.elem_count();
+            match dense {
+                Some(b) if t.shape.rank() >= 2 => (n * b) as u64,
+                Some(_) => (n * 4) as u64,
+                None => (n / d.block_size() * d.type_size()) as u64,
+            }
         })
         .sum()
 }

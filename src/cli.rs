@@ -232,10 +232,10 @@ pub struct RuntimeArgs {
     /// Compute threads, one pool for the whole run [default: the physical cores].
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Quantized-matmul kernels on the CPU: auto (the level measured fastest on this CPU; see
-    /// `tokfire kernels`), scalar, avx2 or
-    /// avx512-vnni; or candle: candle's own matmuls and tensor ops, the device-generic path a
-    /// GPU runs, on the CPU.
+    /// Matmul kernels on the CPU (quantized blocks and dense f16/bf16): auto (the level
+    /// measured fastest on this CPU; see `tokfire kernels`), scalar, avx2 or avx512-vnni; or
+    /// candle: candle's own matmuls and tensor ops, the device-generic path a GPU runs, on the
+    /// CPU.
     #[arg(long, default_value = "auto")]
     pub kernels: String,
 }

@@ -3,9 +3,11 @@
 //! `TOL × sum |w_j a_j|` (the dot's magnitude, so cancellation cannot hide an error); with
 //! unit scales the results are exact integers and must be bit-equal; each row's result is
 //! bit-identical whatever T and whichever rows share the call. Also runs the default model
-//! with the scalar level forced.
+//! with the scalar level forced; [`dense`] tests the dense f16/bf16 kernels.
 
 mod common;
+#[path = "kernels/dense.rs"]
+mod dense;
 
 use half::f16;
 use rand::rngs::StdRng;

@@ -37,6 +37,17 @@ unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
 impl OutPtr {
+    /// The whole of `out`, a row-major `[rows, n]` buffer.
+    pub(crate) fn new(out: &mut [f32], rows: usize, n: usize) -> Self {
+        assert_eq!(out.len(), rows * n, "output is not rows × n; this is a bug");
+        Self {
+            ptr: out.as_mut_ptr(),
+            n,
+            rows,
+            col0: 0,
+        }
+    }
+
     /// Writes element `(r, c)`. Panics (debug) out of bounds.
     #[inline(always)]
     pub(crate) fn write(self, r: usize, c: usize, v: f32) {
@@ -79,12 +90,7 @@ pub fn matmul_at(lvl: Level, w: &QMatrix, x: &[f32], t: usize, out: &mut [f32]) 
     // region rayon may run another job on it, which can be another matmul.
     let mut acts = ACTS.with(|cell| cell.take());
     acts.quantize(qtype.act_type(), x, t, k);
-    let dst = OutPtr {
-        ptr: out.as_mut_ptr(),
-        n,
-        rows: t,
-        col0: 0,
-    };
+    let dst = OutPtr::new(out, t, n);
     run_parallel(lvl, w, &acts, dst);
     ACTS.with(|cell| cell.replace(acts));
 }

@@ -6,7 +6,8 @@
 //!
 //! Modules, one concern each: [`blocks`] (layouts), [`quantize`] (activations), [`scalar`]
 //! (the reference), `simd` + `kquants` + `avx2` + `avx512` (x86-64 kernels), [`matmul`] (tiles, threads),
-//! [`pool`] (parallel sections), [`runtime`] (the pool and level a model runs under).
+//! [`pool`] (parallel sections), [`runtime`] (the pool and level a model runs under); [`dense`]
+//! (+ `dense_x86`) runs dense f16/bf16 matrices.
 //!
 //! Integration: called directly from `model::linear::Linear::forward` on the contiguous CPU
 //! slice of the input (no candle `CustomOp`): the weight bytes are copied out of the GGUF
@@ -16,6 +17,7 @@
 //! [`Runtime`], e.g. to [`Level::Scalar`] so tests cover the reference path.
 
 pub mod blocks;
+pub mod dense;
 pub mod matmul;
 pub(crate) mod pool;
 pub mod probe;
@@ -29,6 +31,8 @@ pub mod scalar;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod dense_x86;
 #[cfg(target_arch = "x86_64")]
 mod kquants;
 #[cfg(target_arch = "x86_64")]

@@ -1,7 +1,8 @@
 //! The model's one linear layer: quantized GGUF blocks on the CPU through our kernels
 //! ([`crate::kernels`]: Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K), other quantized types and other
-//! devices through candle's `QMatMul`, dense matrices (f32/f16/bf16) through candle's gemm;
-//! activations are f32 on every path; optional bias.
+//! devices through candle's `QMatMul`, dense f16/bf16 matrices on the CPU through our dense
+//! kernels ([`crate::kernels::dense`]), other dense matrices (f32; any on a GPU) through
+//! candle's gemm; activations are f32 on every path; optional bias.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Storage, Tensor};
 
 use crate::config::WeightDType;
+use crate::kernels::dense::{HalfMatrix, HalfType};
 use crate::kernels::{QMatrix, QType};
 
 /// How a matrix is stored.
@@ -18,6 +20,8 @@ pub(crate) enum Weight {
     Kernel(Arc<QMatrix>),
     /// GGUF quantized blocks (or a small f32/f16 tensor candle keeps dense).
     Quant(QMatMul),
+    /// Dense f16/bf16 on the CPU, run by our kernels.
+    Half(Arc<HalfMatrix>),
     /// Dense `[out, in]` in its storage dtype.
     Dense(Tensor),
 }
@@ -43,7 +47,7 @@ impl Linear {
                 Some(m) => Weight::Kernel(Arc::new(m)),
                 None => Weight::Quant(QMatMul::from_qtensor(q)?),
             },
-            Some(dt) => Weight::Dense(q.dequantize(&device)?.to_dtype(dt)?),
+            Some(dt) => dense_weight(q.dequantize(&device)?, dt, ours)?,
         };
         Ok(Self { weight, bias: None })
     }
@@ -56,14 +60,16 @@ impl Linear {
         }
     }
 
-    /// From a dense tensor `[out, in]`; `Q` keeps the file's dtype.
-    pub(crate) fn from_dense(w: Tensor, dtype: WeightDType) -> candle_core::Result<Self> {
-        let w = match dense_dtype(dtype) {
-            None => w,
-            Some(dt) => w.to_dtype(dt)?,
-        };
+    /// From a dense tensor `[out, in]`; `Q` keeps the file's dtype. f16/bf16 run on our
+    /// kernels when `ours`.
+    pub(crate) fn from_dense(
+        w: Tensor,
+        dtype: WeightDType,
+        ours: bool,
+    ) -> candle_core::Result<Self> {
+        let dt = dense_dtype(dtype).unwrap_or(w.dtype());
         Ok(Self {
-            weight: Weight::Dense(w),
+            weight: dense_weight(w, dt, ours)?,
             bias: None,
         })
     }
@@ -77,7 +83,8 @@ impl Linear {
     /// Applies the layer to `x` `[T, in]`.
     pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let y = match &self.weight {
-            Weight::Kernel(m) => kernel_forward(m, x)?,
+            Weight::Kernel(m) => cpu_forward(x, m.k(), m.n(), |xs, t, out| m.matmul(xs, t, out))?,
+            Weight::Half(m) => cpu_forward(x, m.k(), m.n(), |xs, t, out| m.matmul(xs, t, out))?,
             Weight::Quant(q) => q.forward(x)?,
             Weight::Dense(w) if w.dtype() == DType::F32 => x.matmul(&w.t()?)?,
             Weight::Dense(w) => x
@@ -92,17 +99,10 @@ impl Linear {
     }
 
     /// The layers stacked along the output axis (one matmul computing all their outputs side
-    /// by side), when all use our kernels with one block type and input width; `None`
+    /// by side), when all use our kernels with one block (or element) type and input width; `None`
     /// otherwise. Biases are stacked too (a missing one as zeros).
     pub(crate) fn fuse(parts: &[&Linear]) -> candle_core::Result<Option<Linear>> {
-        let mats: Option<Vec<&QMatrix>> = parts
-            .iter()
-            .map(|p| match &p.weight {
-                Weight::Kernel(m) => Some(m.as_ref()),
-                _ => None,
-            })
-            .collect();
-        let Some(m) = mats.and_then(|m| QMatrix::concat(&m)) else {
+        let Some(weight) = fused_weight(parts) else {
             return Ok(None);
         };
         let bias = if parts.iter().any(|p| p.bias.is_some()) {
@@ -117,21 +117,25 @@ impl Linear {
         } else {
             None
         };
-        Ok(Some(Linear {
-            weight: Weight::Kernel(Arc::new(m)),
-            bias,
-        }))
+        Ok(Some(Linear { weight, bias }))
     }
 
     /// Output features.
     pub(crate) fn out_features(&self) -> usize {
         match &self.weight {
             Weight::Kernel(m) => m.n(),
+            Weight::Half(m) => m.n(),
             Weight::Quant(QMatMul::QTensor(q)) => q.shape().dims()[0],
             Weight::Quant(QMatMul::Tensor(t))
             | Weight::Quant(QMatMul::TensorF16(t))
             | Weight::Dense(t) => t.dims()[0],
         }
+    }
+
+    /// Whether our CPU kernels run the matrix (quantized blocks or dense f16/bf16): its output
+    /// is then a contiguous f32 CPU tensor.
+    pub(crate) fn is_ours(&self) -> bool {
+        matches!(self.weight, Weight::Kernel(_) | Weight::Half(_))
     }
 
     /// The quantized blocks our kernels run, when that is how the matrix is stored.
@@ -146,6 +150,10 @@ impl Linear {
     pub(crate) fn storage(&self) -> String {
         match &self.weight {
             Weight::Kernel(m) => format!("{:?}", m.qtype()).to_lowercase(),
+            Weight::Half(m) => match m.half_type() {
+                HalfType::F16 => "dense f16".into(),
+                HalfType::Bf16 => "dense bf16".into(),
+            },
             // No kernel of ours for this type: candle's quantized matmul runs it.
             Weight::Quant(QMatMul::QTensor(q)) => {
                 format!("{:?} (candle)", q.dtype()).to_lowercase()
@@ -155,6 +163,30 @@ impl Linear {
             | Weight::Dense(t) => format!("dense {:?}", t.dtype()).to_lowercase(),
         }
     }
+}
+
+/// The parts' matrices stacked, when all are our kernels' of one block (or element) type and
+/// input width.
+fn fused_weight(parts: &[&Linear]) -> Option<Weight> {
+    let quant: Option<Vec<&QMatrix>> = parts
+        .iter()
+        .map(|p| match &p.weight {
+            Weight::Kernel(m) => Some(m.as_ref()),
+            _ => None,
+        })
+        .collect();
+    if let Some(m) = quant.and_then(|m| QMatrix::concat(&m)) {
+        return Some(Weight::Kernel(Arc::new(m)));
+    }
+    let half: Option<Vec<&HalfMatrix>> = parts
+        .iter()
+        .map(|p| match &p.weight {
+            Weight::Half(m) => Some(m.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let m = HalfMatrix::concat(&half?)?;
+    Some(Weight::Half(Arc::new(m)))
 }
 
 /// The dense dtype a `--dtype` asks for; `None` keeps the file's storage.
@@ -182,10 +214,35 @@ fn kernel_matrix(q: &QTensor, ours: bool) -> candle_core::Result<Option<QMatrix>
     Ok(QMatrix::new(qtype, n, k, q.data()?.into_owned()))
 }
 
-/// `x [.., k] · Wᵀ` through our kernels, on the contiguous f32 CPU slice of `x`.
-fn kernel_forward(m: &QMatrix, x: &Tensor) -> candle_core::Result<Tensor> {
+/// `w` stored as `dt`: f16/bf16 2-D matrices as our [`HalfMatrix`] when `ours` (on the CPU),
+/// anything else as a tensor for candle's gemm.
+fn dense_weight(w: Tensor, dt: DType, ours: bool) -> candle_core::Result<Weight> {
+    let ty = match dt {
+        DType::F16 => Some(HalfType::F16),
+        DType::BF16 => Some(HalfType::Bf16),
+        _ => None,
+    };
+    let w = w.to_dtype(dt)?;
+    match (ty, w.dims(), ours && w.device().is_cpu()) {
+        (Some(ty), &[n, k], true) => {
+            // Exact: every value is already one of `dt`'s.
+            let v = w.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+            let m = HalfMatrix::from_f32(ty, n, k, &v).expect("n × k values");
+            Ok(Weight::Half(Arc::new(m)))
+        }
+        _ => Ok(Weight::Dense(w)),
+    }
+}
+
+/// `x [.., k] · Wᵀ` through one of our kernels (`run(x, T, out)`), on the contiguous f32 CPU
+/// slice of `x`.
+fn cpu_forward(
+    x: &Tensor,
+    k: usize,
+    n: usize,
+    run: impl FnOnce(&[f32], usize, &mut [f32]),
+) -> candle_core::Result<Tensor> {
     let x = x.to_dtype(DType::F32)?.contiguous()?;
-    let (k, n) = (m.k(), m.n());
     let mut dims = x.dims().to_vec();
     if dims.last() != Some(&k) {
         candle_core::bail!("linear: input {:?} does not end in {k} features", x.shape());
@@ -198,7 +255,7 @@ fn kernel_forward(m: &QMatrix, x: &Tensor) -> candle_core::Result<Tensor> {
             candle_core::bail!("linear: quantized kernel weights need CPU input");
         };
         let xs = &cpu.as_slice::<f32>()?[layout.start_offset()..][..t * k];
-        m.matmul(xs, t, &mut out);
+        run(xs, t, &mut out);
     }
     *dims.last_mut().expect("dims end in k") = n;
     Tensor::from_vec(out, dims, x.device())

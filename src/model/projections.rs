@@ -97,7 +97,7 @@ impl GateUp {
                 g * u.forward(h)?
             }
             // A file's own fused matrix (phi3) on candle's kernels: tensor ops, any device.
-            Self::Fused(f) if f.kernel_matrix().is_none() => {
+            Self::Fused(f) if !f.is_ours() => {
                 let gu = f.forward(h)?;
                 let ff = gu.dim(1)? / 2;
                 let g = gu.narrow(1, 0, ff)?;

@@ -285,7 +285,8 @@ impl WeightSource for SafetensorsSource {
     }
     fn linear(&mut self, name: &str, dtype: WeightDType) -> Result<Linear, ModelError> {
         let t = self.load(name)?;
-        Linear::from_dense(t, dtype).map_err(ModelError::candle(format!("building {name}")))
+        Linear::from_dense(t, dtype, self.ours)
+            .map_err(ModelError::candle(format!("building {name}")))
     }
     fn dense(&mut self, name: &str) -> Result<Tensor, ModelError> {
         self.load(name)?

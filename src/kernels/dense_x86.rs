@@ -1,6 +1,6 @@
 //! x86-64 kernels for [`super::dense`]: one generic register tile of `R` weight rows × `C`
 //! tokens, instantiated on 256-bit registers (AVX2 + FMA + F16C, 16 registers: tiles of 4 × 2)
-//! and on 512-bit ones (AVX-512F, 32 registers: 4 × 6, or 8 × 1 for a single token). Per step
+//! and on 512-bit ones (AVX-512F, 32 registers: 4 × 5, or 8 × 1 for a single token). Per step
 //! of the register width along `k` the tile converts each row's weights once (F16C's
 //! `vcvtph2ps`, or bf16 widened and shifted into an f32's upper half) and multiplies them into
 //! every token's activations, so a weight load serves `C` multiply-adds.
@@ -151,61 +151,90 @@ pub(super) fn matmul_rows_avx512(
 
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn walk256<const BF: bool>(job: Job, t: usize, rows: Range<usize>) {
+    let four: [TileFn; 2] = [tile256::<BF, 4, 1>, tile256::<BF, 4, 2>];
+    let one: [TileFn; 2] = [tile256::<BF, 1, 1>, tile256::<BF, 1, 2>];
     for tb in (0..t).step_by(TOKEN_BLOCK) {
         let toks = tb..(tb + TOKEN_BLOCK).min(t);
         let mut r = rows.start;
         while r + 4 <= rows.end {
-            row_tile::<R256, BF, 4, 2>(job, r, toks.clone());
+            row_tile(&job, r, toks.clone(), &four);
             r += 4;
         }
         for r in r..rows.end {
-            row_tile::<R256, BF, 1, 2>(job, r, toks.clone());
+            row_tile(&job, r, toks.clone(), &one);
         }
     }
 }
 
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
 unsafe fn walk512<const BF: bool>(job: Job, t: usize, rows: Range<usize>) {
+    let four: [TileFn; 5] = [
+        tile512::<BF, 4, 1>,
+        tile512::<BF, 4, 2>,
+        tile512::<BF, 4, 3>,
+        tile512::<BF, 4, 4>,
+        tile512::<BF, 4, 5>,
+    ];
+    let one: [TileFn; 5] = [
+        tile512::<BF, 1, 1>,
+        tile512::<BF, 1, 2>,
+        tile512::<BF, 1, 3>,
+        tile512::<BF, 1, 4>,
+        tile512::<BF, 1, 5>,
+    ];
     for tb in (0..t).step_by(TOKEN_BLOCK) {
         let toks = tb..(tb + TOKEN_BLOCK).min(t);
         let mut r = rows.start;
         if toks.len() == 1 {
             while r + 8 <= rows.end {
-                tile::<R512, BF, 8, 1>(job, r, toks.start);
+                tile512::<BF, 8, 1>(&job, r, toks.start);
                 r += 8;
             }
         }
         while r + 4 <= rows.end {
-            row_tile::<R512, BF, 4, 6>(job, r, toks.clone());
+            row_tile(&job, r, toks.clone(), &four);
             r += 4;
         }
         for r in r..rows.end {
-            row_tile::<R512, BF, 1, 6>(job, r, toks.clone());
+            row_tile(&job, r, toks.clone(), &one);
         }
     }
 }
 
-/// Rows `r..r + R` for tokens `toks`: tiles of `C` tokens, then of 1.
+/// A tile function: the outputs of rows `r..` for tokens `j..` (its shape is its own).
+type TileFn = unsafe fn(&Job, usize, usize);
+
+/// Rows from `r` for tokens `toks`: tiles as wide as `tiles` has (`tiles[c - 1]` covers `c`
+/// tokens), the rest in one narrower tile.
 #[inline(always)]
-unsafe fn row_tile<S: Reg, const BF: bool, const R: usize, const C: usize>(
-    job: Job,
-    r: usize,
-    toks: Range<usize>,
-) {
+unsafe fn row_tile(job: &Job, r: usize, toks: Range<usize>, tiles: &[TileFn]) {
     let mut j = toks.start;
-    while j + C <= toks.end {
-        tile::<S, BF, R, C>(job, r, j);
-        j += C;
+    while j < toks.end {
+        let c = (toks.end - j).min(tiles.len());
+        tiles[c - 1](job, r, j);
+        j += c;
     }
-    for j in j..toks.end {
-        tile::<S, BF, R, 1>(job, r, j);
-    }
+}
+
+/// One register tile on 256-bit registers, compiled on its own (inlined into a larger function
+/// its accumulators spill).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline(never)]
+unsafe fn tile256<const BF: bool, const R: usize, const C: usize>(job: &Job, r: usize, j: usize) {
+    tile::<R256, BF, R, C>(job, r, j)
+}
+
+/// One register tile on 512-bit registers, compiled on its own.
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+#[inline(never)]
+unsafe fn tile512<const BF: bool, const R: usize, const C: usize>(job: &Job, r: usize, j: usize) {
+    tile::<R512, BF, R, C>(job, r, j)
 }
 
 /// Outputs of rows `r..r + R` for tokens `j..j + C`.
 #[inline(always)]
 unsafe fn tile<S: Reg, const BF: bool, const R: usize, const C: usize>(
-    job: Job,
+    job: &Job,
     r: usize,
     j: usize,
 ) {
@@ -216,11 +245,16 @@ unsafe fn tile<S: Reg, const BF: bool, const R: usize, const C: usize>(
     let mut acc = [[S::zero(); C]; R];
     let mut kk = 0;
     while kk < body {
+        // The next row tile's weights, as far ahead as this tile reads: a decode step streams
+        // each row once, and short rows end before the hardware prefetcher has ramped up.
+        for &w in &wp {
+            _mm_prefetch::<_MM_HINT_T0>(w.wrapping_add(R * k + kk).cast());
+        }
         let wv: [S::V; R] = std::array::from_fn(|i| S::load_w::<BF>(wp[i].add(kk)));
-        for (c, &x) in xp.iter().enumerate() {
-            let a = S::load(x.add(kk));
-            for (acc, &wv) in acc.iter_mut().zip(&wv) {
-                acc[c] = S::fma(wv, a, acc[c]);
+        let xv: [S::V; C] = std::array::from_fn(|c| S::load(xp[c].add(kk)));
+        for (acc, &w) in acc.iter_mut().zip(&wv) {
+            for (a, &x) in acc.iter_mut().zip(&xv) {
+                *a = S::fma(w, x, *a);
             }
         }
         kk += S::LANES;

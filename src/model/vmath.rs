@@ -9,13 +9,17 @@ fn exp_in_range(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4; // 0.693359375: few bits, so n · LN2_HI is exact
     const LN2_LO: f32 = -2.121_944_4e-4; // ln 2 - LN2_HI
     const SHIFT: f32 = 12_582_912.0; // 1.5 · 2^23: adding it rounds to an integer
-    let n = x.mul_add(std::f32::consts::LOG2_E, SHIFT) - SHIFT;
+    let shifted = x.mul_add(std::f32::consts::LOG2_E, SHIFT);
+    let n = shifted - SHIFT;
     let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
     let mut p: f32 = 1.0 / 720.0;
     for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
         p = p.mul_add(r, c);
     }
-    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    // `n` as an integer, read off `shifted`'s mantissa (whose unit is 1 there) rather than by
+    // `n as i32`, whose saturating conversion keeps the loops that call this from vectorising.
+    let n = (shifted.to_bits() as i32).wrapping_sub(SHIFT.to_bits() as i32);
+    p * f32::from_bits((n.wrapping_add(127) as u32) << 23)
 }
 
 /// `e^x` for `x ≤ 0` (a softmax weight). Below -87 (a weight under 1e-38 beside the
@@ -91,6 +95,37 @@ mod tests {
         }
         assert!(worst < 3e-7, "worst relative error {worst:e}");
         assert!(exp_nonpositive(-200.0) < 1e-37);
+    }
+
+    #[test]
+    fn the_exponential_reads_its_exponent_as_the_saturating_conversion_did() {
+        // The conversion `n as i32` it replaced, on the same polynomial: the same bits for
+        // every input the callers pass (softmax's [-87, 0], the sigmoid's [-87, 88], NaN).
+        let before = |x: f32| {
+            const SHIFT: f32 = 12_582_912.0;
+            let n = x.mul_add(std::f32::consts::LOG2_E, SHIFT) - SHIFT;
+            let r = n.mul_add(2.121_944_4e-4, n.mul_add(-0.693_359_4, x));
+            let mut p: f32 = 1.0 / 720.0;
+            for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+                p = p.mul_add(r, c);
+            }
+            p * f32::from_bits(((n as i32 + 127) as u32) << 23)
+        };
+        for i in -87 * 4096..=88 * 4096 {
+            let x = i as f32 / 4096.0 + 1e-4;
+            assert_eq!(exp_in_range(x).to_bits(), before(x).to_bits(), "{x}");
+        }
+        for x in [
+            -87.0,
+            -0.0,
+            0.0,
+            88.0,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+        ] {
+            assert_eq!(exp_in_range(x).to_bits(), before(x).to_bits(), "{x}");
+        }
+        assert!(exp_in_range(f32::NAN).is_nan() && sigmoid(f32::NAN).is_nan());
     }
 
     #[test]

@@ -168,25 +168,26 @@ impl Linear {
 /// The parts' matrices stacked, when all are our kernels' of one block (or element) type and
 /// input width.
 fn fused_weight(parts: &[&Linear]) -> Option<Weight> {
-    let quant: Option<Vec<&QMatrix>> = parts
-        .iter()
-        .map(|p| match &p.weight {
-            Weight::Kernel(m) => Some(m.as_ref()),
-            _ => None,
-        })
-        .collect();
+    let quant = every(parts, |w| match w {
+        Weight::Kernel(m) => Some(m.as_ref()),
+        _ => None,
+    });
     if let Some(m) = quant.and_then(|m| QMatrix::concat(&m)) {
         return Some(Weight::Kernel(Arc::new(m)));
     }
-    let half: Option<Vec<&HalfMatrix>> = parts
-        .iter()
-        .map(|p| match &p.weight {
-            Weight::Half(m) => Some(m.as_ref()),
-            _ => None,
-        })
-        .collect();
-    let m = HalfMatrix::concat(&half?)?;
-    Some(Weight::Half(Arc::new(m)))
+    let half = every(parts, |w| match w {
+        Weight::Half(m) => Some(m.as_ref()),
+        _ => None,
+    });
+    Some(Weight::Half(Arc::new(HalfMatrix::concat(&half?)?)))
+}
+
+/// `pick` of every part's weight, when it picks one from each.
+fn every<'a, T>(
+    parts: &[&'a Linear],
+    pick: impl Fn(&'a Weight) -> Option<&'a T>,
+) -> Option<Vec<&'a T>> {
+    parts.iter().map(|p| pick(&p.weight)).collect()
 }
 
 /// The dense dtype a `--dtype` asks for; `None` keeps the file's storage.
@@ -222,15 +223,15 @@ fn dense_weight(w: Tensor, dt: DType, ours: bool) -> candle_core::Result<Weight>
         DType::BF16 => Some(HalfType::Bf16),
         _ => None,
     };
-    let w = w.to_dtype(dt)?;
     match (ty, w.dims(), ours && w.device().is_cpu()) {
         (Some(ty), &[n, k], true) => {
-            // Exact: every value is already one of `dt`'s.
+            // Rounded once, to nearest even as candle's `to_dtype(dt)` rounds (f32 is exact
+            // for a tensor already of `dt`).
             let v = w.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
             let m = HalfMatrix::from_f32(ty, n, k, &v).expect("n × k values");
             Ok(Weight::Half(Arc::new(m)))
         }
-        _ => Ok(Weight::Dense(w)),
+        _ => Ok(Weight::Dense(w.to_dtype(dt)?)),
     }
 }
 

@@ -3,16 +3,22 @@
 //! bf16) and every product accumulated in f32. The activations are never rounded to half
 //! precision (llama.cpp rounds them to the weight's type; candle's gemm does the same here).
 //!
-//! The driver splits the output columns into chunks on the pool like the quantized matmul
+//! A matrix is stored in groups of [`GROUP`] rows, interleaved along `k` (element `(r, j)` at
+//! `(r / GROUP) · GROUP · k + j · GROUP + r % GROUP`; the last group padded with zero rows), so
+//! one register load holds one input feature's weights for a group's rows and a kernel
+//! multiplies it by a token's activation broadcast to every lane. Every output is then one
+//! fused multiply-add per input feature, in order from the first: the scalar reference
+//! (`f32::mul_add`), every level, every tile, T and thread split give the same bits.
+//!
+//! The driver splits the groups into chunks on the pool like the quantized matmul
 //! ([`super::matmul`]); inside a chunk the level's kernel ([`super::dense_x86`]) walks blocks of
-//! tokens and, per block, register tiles of weight rows × tokens. Each output element's
-//! operation order depends only on the level and `k` (lane-wise sums over `k` in steps of the
-//! register width, one horizontal sum, then the tail in order), never on T or the tile the
-//! element lands in: a row's result is bit-identical whichever other rows share the call.
+//! tokens and, per block, register tiles of row groups × tokens.
+
+use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::matmul::{chunk_ranges, OutPtr};
+use super::matmul::OutPtr;
 use super::{pool, Level};
 
 /// Below this many multiply-adds (T × n × k) a matmul runs on the calling thread only.
@@ -46,19 +52,38 @@ impl HalfType {
     }
 }
 
-/// A row-major `[n, k]` matrix of 16-bit floats.
+/// Rows per interleaved group: one 512-bit register of f32, two 256-bit ones.
+pub const GROUP: usize = 16;
+
+/// An `[n, k]` matrix of 16-bit floats, stored in interleaved groups of [`GROUP`] rows.
 #[derive(Debug, Clone)]
 pub struct HalfMatrix {
     ty: HalfType,
     n: usize,
     k: usize,
+    /// `n.div_ceil(GROUP)` groups of `k × GROUP` elements.
     bits: Vec<u16>,
 }
 
 impl HalfMatrix {
-    /// `n` rows of `k` elements; `None` unless `bits.len() == n * k`.
+    /// `n` rows of `k` elements (`bits` row-major); `None` unless `bits.len() == n * k`.
     pub fn new(ty: HalfType, n: usize, k: usize, bits: Vec<u16>) -> Option<Self> {
-        (n.checked_mul(k) == Some(bits.len())).then_some(Self { ty, n, k, bits })
+        if n.checked_mul(k) != Some(bits.len()) {
+            return None;
+        }
+        let mut packed = vec![0u16; n.div_ceil(GROUP) * GROUP * k];
+        for (r, row) in bits.chunks_exact(k.max(1)).enumerate().take(n) {
+            let group = &mut packed[(r / GROUP) * GROUP * k..];
+            for (j, &b) in row.iter().enumerate() {
+                group[j * GROUP + r % GROUP] = b;
+            }
+        }
+        Some(Self {
+            ty,
+            n,
+            k,
+            bits: packed,
+        })
     }
 
     /// `values` (`[n, k]`, f32) rounded to `ty`.
@@ -73,8 +98,9 @@ impl HalfMatrix {
         if parts.iter().any(|p| p.ty != first.ty || p.k != first.k) {
             return None;
         }
-        let bits = parts.iter().flat_map(|p| p.bits.iter().copied()).collect();
-        Self::new(first.ty, parts.iter().map(|p| p.n).sum(), first.k, bits)
+        let rows = parts.iter().flat_map(|p| (0..p.n).flat_map(|r| p.row(r)));
+        let n = parts.iter().map(|p| p.n).sum();
+        Self::new(first.ty, n, first.k, rows.collect())
     }
 
     /// The element type.
@@ -92,9 +118,20 @@ impl HalfMatrix {
         self.k
     }
 
-    /// Row `r`'s elements.
-    pub fn row(&self, r: usize) -> &[u16] {
-        &self.bits[r * self.k..][..self.k]
+    /// Row `r`'s elements, in order.
+    pub fn row(&self, r: usize) -> Vec<u16> {
+        let g = self.group(r / GROUP);
+        (0..self.k).map(|j| g[j * GROUP + r % GROUP]).collect()
+    }
+
+    /// Groups of [`GROUP`] rows (the last one padded).
+    pub fn groups(&self) -> usize {
+        self.n.div_ceil(GROUP)
+    }
+
+    /// Group `g`: `k` runs of [`GROUP`] elements, one per input feature.
+    pub fn group(&self, g: usize) -> &[u16] {
+        &self.bits[g * GROUP * self.k..][..GROUP * self.k]
     }
 
     /// `out[T, n] = x[T, k] · Wᵀ` at the current runtime's level.
@@ -118,38 +155,37 @@ pub fn matmul_at(lvl: Level, w: &HalfMatrix, x: &[f32], t: usize, out: &mut [f32
     let dst = OutPtr::new(out, t, w.n);
     let threads = pool::threads();
     if threads <= 1 || t * w.n * w.k < PARALLEL_MIN_MACS {
-        return run_rows(lvl, w, x, t, 0..w.n, dst);
+        return run_groups(lvl, w, x, t, 0..w.groups(), dst);
     }
-    chunk_ranges(w.n, threads * 2)
+    pairs(w.groups(), threads * 2)
         .into_par_iter()
-        .for_each(|rows| run_rows(lvl, w, x, t, rows, dst));
+        .for_each(|groups| run_groups(lvl, w, x, t, groups, dst));
 }
 
-fn run_rows(
-    lvl: Level,
-    w: &HalfMatrix,
-    x: &[f32],
-    t: usize,
-    rows: std::ops::Range<usize>,
-    out: OutPtr,
-) {
+/// `groups` split into at most `parts` near-equal ranges, each but the last an even count (the
+/// widest tile takes two groups).
+fn pairs(groups: usize, parts: usize) -> Vec<Range<usize>> {
+    let units = groups.div_ceil(2);
+    let parts = parts.clamp(1, units.max(1));
+    (0..parts)
+        .map(|i| (units * i / parts * 2).min(groups)..(units * (i + 1) / parts * 2).min(groups))
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+fn run_groups(lvl: Level, w: &HalfMatrix, x: &[f32], t: usize, groups: Range<usize>, out: OutPtr) {
     match lvl {
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 => super::dense_x86::matmul_rows_avx2(w, x, t, rows, out),
+        Level::Avx2 => super::dense_x86::matmul_groups_avx2(w, x, t, groups, out),
         #[cfg(target_arch = "x86_64")]
-        Level::Avx512Vnni => super::dense_x86::matmul_rows_avx512(w, x, t, rows, out),
-        _ => matmul_rows_scalar(w, x, t, rows, out),
+        Level::Avx512Vnni => super::dense_x86::matmul_groups_avx512(w, x, t, groups, out),
+        _ => matmul_groups_scalar(w, x, t, groups, out),
     }
 }
 
-/// The reference: every output a sequential f32 sum over `k` of exact products' roundings.
-fn matmul_rows_scalar(
-    w: &HalfMatrix,
-    x: &[f32],
-    t: usize,
-    rows: std::ops::Range<usize>,
-    out: OutPtr,
-) {
+/// The reference: every output one fused multiply-add per input feature, in order.
+fn matmul_groups_scalar(w: &HalfMatrix, x: &[f32], t: usize, groups: Range<usize>, out: OutPtr) {
+    let rows = groups.start * GROUP..(groups.end * GROUP).min(w.n);
     for r in rows {
         let wr = w.row(r);
         for tok in 0..t {
@@ -157,7 +193,7 @@ fn matmul_rows_scalar(
             let s = wr
                 .iter()
                 .zip(xr)
-                .fold(0f32, |s, (&b, &v)| s + w.ty.to_f32(b) * v);
+                .fold(0f32, |s, (&b, &v)| w.ty.to_f32(b).mul_add(v, s));
             out.write(tok, r, s);
         }
     }

@@ -1,22 +1,25 @@
-//! x86-64 kernels for [`super::dense`]: one generic register tile of `R` weight rows × `C`
-//! tokens, instantiated on 256-bit registers (AVX2 + FMA + F16C, 16 registers: tiles of 4 × 2)
-//! and on 512-bit ones (AVX-512F, 32 registers: 4 × 5, or 8 × 1 for a single token). Per step
-//! of the register width along `k` the tile converts each row's weights once (F16C's
-//! `vcvtph2ps`, or bf16 widened and shifted into an f32's upper half) and multiplies them into
-//! every token's activations, so a weight load serves `C` multiply-adds.
+//! x86-64 kernels for [`super::dense`]: register tiles of `R` vectors of a row group × `C`
+//! tokens, on 256-bit registers (AVX2 + FMA + F16C, 16 registers: a group is two vectors) and on
+//! 512-bit ones (AVX-512F/VL, 32 registers: a group is one vector).
 //!
-//! An output element is the same sequence of operations in every tile shape (one lane-wise
-//! fused multiply-add per step, a fixed horizontal sum, the tail of `k` in order), so T and the
-//! tiling never change its bits.
+//! Per input feature a tile loads each vector's 16-bit weights and widens them (F16C's
+//! `vcvtph2ps`, or bf16 zero-extended and shifted into an f32's upper half), then multiplies
+//! them into every token's accumulators with that token's activation broadcast from memory:
+//! `R` loads serve `R × C` multiply-adds and the activations are read one value at a time,
+//! so neither stream limits a prefill tile (2 × 12 on 512-bit registers, 2 × 6 on 256-bit).
+//! Decode reads the weights once (8 groups at a time for one token on 512-bit registers) and
+//! prefetches the next tile's.
+//!
+//! Every output is one fused multiply-add per input feature in order, the reference's sequence.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::dense::{HalfMatrix, HalfType};
+use super::dense::{HalfMatrix, HalfType, GROUP};
 use super::matmul::OutPtr;
 
-/// Tokens per block: a block's activations stay in cache while every row tile of the chunk
-/// passes over them (48 × k 4-byte values: 110 KB at k = 576).
+/// Tokens per block: a block's activations stay in cache while every tile of the chunk passes
+/// over them (48 × k 4-byte values: 110 KB at k = 576).
 const TOKEN_BLOCK: usize = 48;
 
 /// A register width: its lane count and the operations a tile needs.
@@ -24,16 +27,17 @@ trait Reg {
     type V: Copy;
     const LANES: usize;
     unsafe fn zero() -> Self::V;
-    unsafe fn load(p: *const f32) -> Self::V;
+    /// The value at `p` in every lane.
+    unsafe fn splat(p: *const f32) -> Self::V;
     /// `LANES` 16-bit weights at `p` as f32: bf16 when `BF`, else f16.
     unsafe fn load_w<const BF: bool>(p: *const u16) -> Self::V;
     unsafe fn fma(a: Self::V, b: Self::V, acc: Self::V) -> Self::V;
-    unsafe fn hsum(v: Self::V) -> f32;
+    unsafe fn store(p: *mut f32, v: Self::V);
 }
 
 /// 256-bit registers (AVX2, FMA, F16C).
 struct R256;
-/// 512-bit registers (AVX-512F).
+/// 512-bit registers (AVX-512F and VL).
 struct R512;
 
 impl Reg for R256 {
@@ -44,8 +48,8 @@ impl Reg for R256 {
         _mm256_setzero_ps()
     }
     #[inline(always)]
-    unsafe fn load(p: *const f32) -> __m256 {
-        _mm256_loadu_ps(p)
+    unsafe fn splat(p: *const f32) -> __m256 {
+        _mm256_broadcast_ss(&*p)
     }
     #[inline(always)]
     unsafe fn load_w<const BF: bool>(p: *const u16) -> __m256 {
@@ -60,8 +64,8 @@ impl Reg for R256 {
         _mm256_fmadd_ps(a, b, acc)
     }
     #[inline(always)]
-    unsafe fn hsum(v: __m256) -> f32 {
-        super::simd::hsum(v)
+    unsafe fn store(p: *mut f32, v: __m256) {
+        _mm256_storeu_ps(p, v)
     }
 }
 
@@ -73,8 +77,8 @@ impl Reg for R512 {
         _mm512_setzero_ps()
     }
     #[inline(always)]
-    unsafe fn load(p: *const f32) -> __m512 {
-        _mm512_loadu_ps(p)
+    unsafe fn splat(p: *const f32) -> __m512 {
+        _mm512_set1_ps(*p)
     }
     #[inline(always)]
     unsafe fn load_w<const BF: bool>(p: *const u16) -> __m512 {
@@ -89,10 +93,8 @@ impl Reg for R512 {
         _mm512_fmadd_ps(a, b, acc)
     }
     #[inline(always)]
-    unsafe fn hsum(v: __m512) -> f32 {
-        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
-        let s = _mm256_add_ps(_mm512_castps512_ps256(v), hi);
-        super::simd::hsum(s)
+    unsafe fn store(p: *mut f32, v: __m512) {
+        _mm512_storeu_ps(p, v)
     }
 }
 
@@ -104,169 +106,233 @@ struct Job<'a> {
     out: OutPtr,
 }
 
-/// Rows `rows` of the output for every token, on 256-bit registers.
-pub(super) fn matmul_rows_avx2(
+/// Groups `groups` of the output for every token, on 256-bit registers.
+pub(super) fn matmul_groups_avx2(
     w: &HalfMatrix,
     x: &[f32],
     t: usize,
-    rows: Range<usize>,
+    groups: Range<usize>,
     out: OutPtr,
 ) {
     assert!(
-        super::has_avx2() && x.len() == t * w.k() && rows.end <= w.n(),
+        super::has_avx2() && x.len() == t * w.k() && groups.end <= w.groups(),
         "dense avx2 kernel out of shape or unsupported; this is a bug"
     );
     let job = Job { w, x, out };
     // SAFETY: the CPU has AVX2, FMA and F16C (asserted); every pointer a tile forms stays in
-    // rows `rows` of `w` and tokens `0..t` of `x` (asserted shapes).
+    // groups `groups` of `w` and tokens `0..t` of `x` (asserted shapes).
     unsafe {
         match w.half_type() {
-            HalfType::F16 => walk256::<false>(job, t, rows),
-            HalfType::Bf16 => walk256::<true>(job, t, rows),
+            HalfType::F16 => walk256::<false>(job, t, groups),
+            HalfType::Bf16 => walk256::<true>(job, t, groups),
         }
     }
 }
 
-/// Rows `rows` of the output for every token, on 512-bit registers.
-pub(super) fn matmul_rows_avx512(
+/// Groups `groups` of the output for every token, on 512-bit registers.
+pub(super) fn matmul_groups_avx512(
     w: &HalfMatrix,
     x: &[f32],
     t: usize,
-    rows: Range<usize>,
+    groups: Range<usize>,
     out: OutPtr,
 ) {
     assert!(
-        is_x86_feature_detected!("avx512f") && x.len() == t * w.k() && rows.end <= w.n(),
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512vl")
+            && x.len() == t * w.k()
+            && groups.end <= w.groups(),
         "dense avx512 kernel out of shape or unsupported; this is a bug"
     );
     let job = Job { w, x, out };
-    // SAFETY: as in `matmul_rows_avx2`, with AVX-512F present.
+    // SAFETY: as in `matmul_groups_avx2`, with AVX-512F and VL present.
     unsafe {
         match w.half_type() {
-            HalfType::F16 => walk512::<false>(job, t, rows),
-            HalfType::Bf16 => walk512::<true>(job, t, rows),
+            HalfType::F16 => walk512::<false>(job, t, groups),
+            HalfType::Bf16 => walk512::<true>(job, t, groups),
         }
     }
+}
+
+/// A tile function: the outputs of the groups from `g..` for tokens `j..` (its shape is its own).
+type TileFn = unsafe fn(&Job, usize, usize);
+
+/// A tile shape for a walk: groups per tile, and `tiles[c - 1]` for `c` tokens.
+struct Plan<'a> {
+    groups: usize,
+    tiles: &'a [TileFn],
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn walk256<const BF: bool>(job: Job, t: usize, rows: Range<usize>) {
-    let four: [TileFn; 2] = [tile256::<BF, 4, 1>, tile256::<BF, 4, 2>];
-    let one: [TileFn; 2] = [tile256::<BF, 1, 1>, tile256::<BF, 1, 2>];
-    for tb in (0..t).step_by(TOKEN_BLOCK) {
-        let toks = tb..(tb + TOKEN_BLOCK).min(t);
-        let mut r = rows.start;
-        while r + 4 <= rows.end {
-            row_tile(&job, r, toks.clone(), &four);
-            r += 4;
-        }
-        for r in r..rows.end {
-            row_tile(&job, r, toks.clone(), &one);
-        }
-    }
+unsafe fn walk256<const BF: bool>(job: Job, t: usize, groups: Range<usize>) {
+    let many: [TileFn; 6] = [
+        tile256::<BF, 2, 1>,
+        tile256::<BF, 2, 2>,
+        tile256::<BF, 2, 3>,
+        tile256::<BF, 2, 4>,
+        tile256::<BF, 2, 5>,
+        tile256::<BF, 2, 6>,
+    ];
+    let one: [TileFn; 1] = [tile256::<BF, 6, 1>];
+    let many = Plan {
+        groups: 1,
+        tiles: &many,
+    };
+    let one = Plan {
+        groups: 3,
+        tiles: &one,
+    };
+    walk(&job, t, groups, &one, &many, &many)
 }
 
-#[target_feature(enable = "avx512f,avx2,fma,f16c")]
-unsafe fn walk512<const BF: bool>(job: Job, t: usize, rows: Range<usize>) {
-    let four: [TileFn; 5] = [
-        tile512::<BF, 4, 1>,
-        tile512::<BF, 4, 2>,
-        tile512::<BF, 4, 3>,
-        tile512::<BF, 4, 4>,
-        tile512::<BF, 4, 5>,
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma,f16c")]
+unsafe fn walk512<const BF: bool>(job: Job, t: usize, groups: Range<usize>) {
+    let many: [TileFn; 12] = [
+        tile512::<BF, 2, 1>,
+        tile512::<BF, 2, 2>,
+        tile512::<BF, 2, 3>,
+        tile512::<BF, 2, 4>,
+        tile512::<BF, 2, 5>,
+        tile512::<BF, 2, 6>,
+        tile512::<BF, 2, 7>,
+        tile512::<BF, 2, 8>,
+        tile512::<BF, 2, 9>,
+        tile512::<BF, 2, 10>,
+        tile512::<BF, 2, 11>,
+        tile512::<BF, 2, 12>,
     ];
-    let one: [TileFn; 5] = [
+    let single: [TileFn; 12] = [
         tile512::<BF, 1, 1>,
         tile512::<BF, 1, 2>,
         tile512::<BF, 1, 3>,
         tile512::<BF, 1, 4>,
         tile512::<BF, 1, 5>,
+        tile512::<BF, 1, 6>,
+        tile512::<BF, 1, 7>,
+        tile512::<BF, 1, 8>,
+        tile512::<BF, 1, 9>,
+        tile512::<BF, 1, 10>,
+        tile512::<BF, 1, 11>,
+        tile512::<BF, 1, 12>,
     ];
+    let one: [TileFn; 1] = [tile512::<BF, 8, 1>];
+    let (one, many, single) = (
+        Plan {
+            groups: 8,
+            tiles: &one,
+        },
+        Plan {
+            groups: 2,
+            tiles: &many,
+        },
+        Plan {
+            groups: 1,
+            tiles: &single,
+        },
+    );
+    walk(&job, t, groups, &one, &many, &single)
+}
+
+/// Every token block over `groups`: `one`'s tiles for a single token, `many`'s otherwise, and
+/// groups left past the plan's multiple in `single`'s one-group tiles.
+#[inline(always)]
+unsafe fn walk(job: &Job, t: usize, groups: Range<usize>, one: &Plan, many: &Plan, single: &Plan) {
     for tb in (0..t).step_by(TOKEN_BLOCK) {
         let toks = tb..(tb + TOKEN_BLOCK).min(t);
-        let mut r = rows.start;
-        if toks.len() == 1 {
-            while r + 8 <= rows.end {
-                tile512::<BF, 8, 1>(&job, r, toks.start);
-                r += 8;
-            }
+        let plan = if toks.len() == 1 { one } else { many };
+        let mut g = groups.start;
+        while g + plan.groups <= groups.end {
+            group_tile(job, g, toks.clone(), plan.tiles);
+            g += plan.groups;
         }
-        while r + 4 <= rows.end {
-            row_tile(&job, r, toks.clone(), &four);
-            r += 4;
-        }
-        for r in r..rows.end {
-            row_tile(&job, r, toks.clone(), &one);
+        for g in g..groups.end {
+            group_tile(job, g, toks.clone(), single.tiles);
         }
     }
 }
 
-/// A tile function: the outputs of rows `r..` for tokens `j..` (its shape is its own).
-type TileFn = unsafe fn(&Job, usize, usize);
-
-/// Rows from `r` for tokens `toks`: tiles as wide as `tiles` has (`tiles[c - 1]` covers `c`
-/// tokens), the rest in one narrower tile.
+/// Groups from `g` for tokens `toks`: tiles as wide as `tiles` has, the rest in one narrower.
 #[inline(always)]
-unsafe fn row_tile(job: &Job, r: usize, toks: Range<usize>, tiles: &[TileFn]) {
+unsafe fn group_tile(job: &Job, g: usize, toks: Range<usize>, tiles: &[TileFn]) {
     let mut j = toks.start;
     while j < toks.end {
         let c = (toks.end - j).min(tiles.len());
-        tiles[c - 1](job, r, j);
+        tiles[c - 1](job, g, j);
         j += c;
     }
 }
 
-/// One register tile on 256-bit registers, compiled on its own (inlined into a larger function
-/// its accumulators spill).
+/// One register tile on 256-bit registers (`R` vectors: `R / 2` groups), compiled on its own
+/// (inlined into a larger function its accumulators spill).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline(never)]
-unsafe fn tile256<const BF: bool, const R: usize, const C: usize>(job: &Job, r: usize, j: usize) {
-    tile::<R256, BF, R, C>(job, r, j)
+unsafe fn tile256<const BF: bool, const R: usize, const C: usize>(job: &Job, g: usize, j: usize) {
+    tile::<R256, BF, R, C>(job, g, j)
 }
 
-/// One register tile on 512-bit registers, compiled on its own.
-#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+/// One register tile on 512-bit registers (`R` vectors, one group each), compiled on its own.
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma,f16c")]
 #[inline(never)]
-unsafe fn tile512<const BF: bool, const R: usize, const C: usize>(job: &Job, r: usize, j: usize) {
-    tile::<R512, BF, R, C>(job, r, j)
+unsafe fn tile512<const BF: bool, const R: usize, const C: usize>(job: &Job, g: usize, j: usize) {
+    tile::<R512, BF, R, C>(job, g, j)
 }
 
-/// Outputs of rows `r..r + R` for tokens `j..j + C`.
+/// Outputs of the `R` vectors of rows from group `g0` for tokens `j..j + C`.
 #[inline(always)]
 unsafe fn tile<S: Reg, const BF: bool, const R: usize, const C: usize>(
     job: &Job,
-    r: usize,
+    g0: usize,
     j: usize,
 ) {
     let k = job.w.k();
-    let body = k - k % S::LANES;
-    let wp: [*const u16; R] = std::array::from_fn(|i| job.w.row(r + i).as_ptr());
+    let per_group = GROUP / S::LANES;
+    // Vector `i`: group `g0 + i / per_group`, lanes from `(i % per_group) · LANES`; each input
+    // feature moves it `GROUP` elements on.
+    let wp: [*const u16; R] = std::array::from_fn(|i| {
+        let group = job.w.group(g0 + i / per_group).as_ptr();
+        group.add(i % per_group * S::LANES)
+    });
     let xp: [*const f32; C] = std::array::from_fn(|c| job.x.as_ptr().add((j + c) * k));
+    // The next tile's weights (the groups after these), when this tile streams them once.
+    let ahead = R / per_group * GROUP * k;
     let mut acc = [[S::zero(); C]; R];
-    let mut kk = 0;
-    while kk < body {
-        // The next row tile's weights, as far ahead as this tile reads: a decode step streams
-        // each row once, and short rows end before the hardware prefetcher has ramped up.
-        for &w in &wp {
-            _mm_prefetch::<_MM_HINT_T0>(w.wrapping_add(R * k + kk).cast());
-        }
-        let wv: [S::V; R] = std::array::from_fn(|i| S::load_w::<BF>(wp[i].add(kk)));
-        let xv: [S::V; C] = std::array::from_fn(|c| S::load(xp[c].add(kk)));
-        for (acc, &w) in acc.iter_mut().zip(&wv) {
-            for (a, &x) in acc.iter_mut().zip(&xv) {
-                *a = S::fma(w, x, *a);
+    for kk in 0..k {
+        // Two input features per 64-byte line of a vector's weights: one prefetch per line.
+        if C <= 3 && kk % 2 == 0 {
+            for &w in &wp {
+                _mm_prefetch::<_MM_HINT_T0>(w.wrapping_add(ahead + kk * GROUP).cast());
             }
         }
-        kk += S::LANES;
+        step::<S, BF, R, C>(&mut acc, &wp, &xp, kk);
     }
-    let ty = job.w.half_type();
+    let n = job.w.n();
+    let mut lanes = [0f32; GROUP];
     for (i, acc) in acc.iter().enumerate() {
+        let row0 = (g0 + i / per_group) * GROUP + i % per_group * S::LANES;
         for (c, &a) in acc.iter().enumerate() {
-            let mut s = S::hsum(a);
-            for kk in body..k {
-                s += ty.to_f32(*wp[i].add(kk)) * *xp[c].add(kk);
+            S::store(lanes.as_mut_ptr(), a);
+            for (l, &v) in lanes[..S::LANES].iter().enumerate() {
+                if row0 + l < n {
+                    job.out.write(j + c, row0 + l, v);
+                }
             }
-            job.out.write(j + c, r + i, s);
+        }
+    }
+}
+
+/// Input feature `kk` into every accumulator of a tile.
+#[inline(always)]
+unsafe fn step<S: Reg, const BF: bool, const R: usize, const C: usize>(
+    acc: &mut [[S::V; C]; R],
+    wp: &[*const u16; R],
+    xp: &[*const f32; C],
+    kk: usize,
+) {
+    let wv: [S::V; R] = std::array::from_fn(|i| S::load_w::<BF>(wp[i].add(kk * GROUP)));
+    for (c, &x) in xp.iter().enumerate() {
+        let xv = S::splat(x.add(kk));
+        for (acc, &w) in acc.iter_mut().zip(&wv) {
+            acc[c] = S::fma(w, xv, acc[c]);
         }
     }
 }

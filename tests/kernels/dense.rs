@@ -1,17 +1,28 @@
 //! The dense f16/bf16 kernels against an f64 reference on random matrices: every level this CPU
-//! has, both element types, `k` with and without a tail past the register width, T = 1…13 and
-//! past a token block, enough work to run in parallel. Results agree within `TOL × sum |w_j x_j|`;
-//! each token's row is bit-identical whether it is computed alone or with the others.
+//! has, both element types, row counts on and off the 16-row groups and the tiles' multiples,
+//! T = 1…13 and past a token block, enough work to run in parallel. Results agree within
+//! `TOL × sum |w_j x_j|`; every level gives the scalar reference's bits (one fused multiply-add
+//! per input feature, in order); each token's row is the same bits alone or with the others.
 
 use super::{levels, TOL};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokfire::kernels::dense::{matmul_at, HalfMatrix, HalfType};
+use tokfire::kernels::Level;
 
 const TYPES: [HalfType; 2] = [HalfType::F16, HalfType::Bf16];
 
-/// `(n, k)`: row counts off every tile's multiple, `k` off the register widths and on them.
-const SHAPES: [(usize, usize); 6] = [(1, 16), (7, 37), (13, 576), (9, 100), (33, 64), (5, 2048)];
+/// `(n, k)`: row counts inside one group, on and past groups, past the 8-group decode tile.
+const SHAPES: [(usize, usize); 8] = [
+    (1, 16),
+    (7, 37),
+    (13, 576),
+    (16, 1),
+    (33, 64),
+    (5, 2048),
+    (200, 40),
+    (32, 100),
+];
 
 fn random(ty: HalfType, n: usize, k: usize, rng: &mut StdRng) -> (HalfMatrix, Vec<f32>) {
     let v: Vec<f32> = (0..n * k).map(|_| rng.random_range(-1.0..1.0)).collect();
@@ -57,6 +68,27 @@ fn dense_kernels_match_the_f64_dot_at_every_level() {
                     let mut out = vec![f32::NAN; t * n];
                     matmul_at(lvl, &w, &x, t, &mut out);
                     check(&w, &x, t, &out, &format!("{lvl} {ty:?} {n}×{k} T={t}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_level_gives_the_scalar_references_bits() {
+    let mut rng = StdRng::seed_from_u64(0x5ca1a);
+    for ty in TYPES {
+        for (n, k) in SHAPES {
+            let (w, _) = random(ty, n, k, &mut rng);
+            for t in [1, 2, 3, 5, 13, 50] {
+                let x = acts(t, k, &mut rng);
+                let mut want = vec![f32::NAN; t * n];
+                matmul_at(Level::Scalar, &w, &x, t, &mut want);
+                for lvl in levels() {
+                    let mut got = vec![f32::NAN; t * n];
+                    matmul_at(lvl, &w, &x, t, &mut got);
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{lvl} {ty:?} {n}×{k} T={t}");
                 }
             }
         }

@@ -53,7 +53,7 @@ fn generate_on(
         file_bytes: loaded.file_bytes,
         model: &cfg.model,
         device: &runtime.to_string(),
-        dtype: &format!("{:?}", cfg.dtype).to_lowercase(),
+        dtype: cfg.dtype.name(),
         split: split.as_ref(),
     };
     eprint!("{}", clocks::text(&ctx, &g));

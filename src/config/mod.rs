@@ -29,6 +29,18 @@ pub enum WeightDType {
     Bf16,
 }
 
+impl WeightDType {
+    /// The flag's spelling: `q`, `f32`, `f16` or `bf16`.
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightDType::Q => "q",
+            WeightDType::F32 => "f32",
+            WeightDType::F16 => "f16",
+            WeightDType::Bf16 => "bf16",
+        }
+    }
+}
+
 /// Where the model runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -250,6 +262,17 @@ pub struct ModelConfig {
     /// without it ran GGUF rows).
     #[serde(default = "Repack::recorded_default")]
     pub repack: Repack,
+}
+
+impl ModelConfig {
+    /// What `--model` named, with the dtype when the weights were converted (`MODEL (dtype
+    /// f16)`): reports name the weights that ran, not only the file.
+    pub fn label(&self) -> String {
+        match self.dtype {
+            WeightDType::Q => self.model.clone(),
+            d => format!("{} (dtype {})", self.model, d.name()),
+        }
+    }
 }
 
 /// The default cache for manifest models: `~/.cache/tokfire/models`.

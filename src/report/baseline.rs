@@ -17,19 +17,12 @@ pub(crate) fn flags(spec: &SpecConfig) -> String {
         let _ = write!(out, " --lookup-ngram {}..{}", spec.ngram.0, spec.ngram.1);
     }
     if matches!(spec.method, SpecMethod::Draft { .. }) {
-        let _ = write!(out, " --draft-dtype {}", dtype_name(spec.draft_dtype));
+        let _ = write!(out, " --draft-dtype {}", spec.draft_dtype.name());
     }
     if spec.no_baseline {
         out += " --no-baseline";
     }
     out
-}
-
-fn dtype_name(d: crate::config::WeightDType) -> String {
-    serde_json::to_value(d)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn times(v: Option<f64>) -> String {

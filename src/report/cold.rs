@@ -55,7 +55,7 @@ pub fn header(run: &RunRecord, c: &ColdRecord) -> String {
         "tokfire cold · task {}/{} · model {} · {} · {} cold + {} warm starts, each a fresh process · -n {}",
         run.workload.name,
         c.settings.task,
-        run.config.model.model,
+        run.config.model.label(),
         run.runtime,
         c.settings.repeat,
         c.settings.repeat,
@@ -308,7 +308,7 @@ pub fn html(run: &RunRecord) -> Option<String> {
     let s = summarize(c);
     let (h, rows) = side_by_side(&s);
     let starts: Vec<Vec<String>> = c.starts.iter().map(start_row).collect();
-    let title = format!("cold starts · {}", run.config.model.model);
+    let title = format!("cold starts · {}", run.config.model.label());
     let head = super::layout::wrap(
         &format!("{}\nstatus: {}", header(run, c), run.status.label()),
         super::layout::WIDTH,

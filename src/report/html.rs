@@ -79,7 +79,9 @@ pub fn page(run: &RunRecord, sheet: &SheetTable, verdict: &[String]) -> String {
     let d = run.summary();
     let name = format!(
         "{} v{} · {}",
-        run.workload.name, run.workload.version, run.config.model.model
+        run.workload.name,
+        run.workload.version,
+        run.config.model.label()
     );
     let mut out = String::new();
     let _ = write!(
@@ -224,7 +226,7 @@ fn meta(run: &RunRecord, d: &crate::record::summary::RunSummary) -> String {
         ),
         (
             "model",
-            format!("{} (sha256 {sha})", run.config.model.model),
+            format!("{} (sha256 {sha})", run.config.model.label()),
         ),
         ("runtime", run.runtime.to_string()),
         (

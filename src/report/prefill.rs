@@ -221,7 +221,7 @@ fn head(run: &RunRecord, p: &PrefillRecord) -> String {
     };
     format!(
         "tokfire prefill · {} · {} × {} (+{} warm-up) · {prompts}, seed {} · {} · status {}",
-        run.config.model.model,
+        run.config.model.label(),
         super::plural(p.cells.len(), "cell"),
         super::plural(p.samples, "sample"),
         p.warmup,
@@ -289,7 +289,7 @@ pub fn html(run: &RunRecord) -> Option<String> {
         None => format!("TTFT over {} cells.", p.cells.len()),
     };
     Some(page(
-        &format!("prefill · {}", run.config.model.model),
+        &format!("prefill · {}", run.config.model.label()),
         &lead,
         vec![
             (

@@ -152,7 +152,7 @@ pub fn compare(old: &SpecCostRecord, new: &SpecCostRecord, min_effect: f64) -> S
 fn head(run: &RunRecord, r: &SpecCostRecord) -> String {
     format!(
         "tokfire spec-cost · {} · context {} · {} per cell (+{} warm-up) · {} · status {}",
-        run.config.model.model,
+        run.config.model.label(),
         r.context,
         super::plural(r.steps, "step"),
         r.warmup,
@@ -190,7 +190,7 @@ pub fn html(run: &RunRecord) -> Option<String> {
     let rows: Vec<Vec<String>> = r.cells.iter().map(|c| row(r, c)).collect();
     let lead = notes(r).lines().next().unwrap_or_default().to_string();
     Some(page(
-        &format!("spec-cost · {}", run.config.model.model),
+        &format!("spec-cost · {}", run.config.model.label()),
         &lead,
         vec![
             (

@@ -301,7 +301,7 @@ pub(crate) fn header(run: &RunRecord) -> String {
         c.verb,
         run.workload.name,
         run.workload.version,
-        c.model.model,
+        c.model.label(),
         run.runtime,
         plural(c.rounds, "measured round"),
         plural(c.warmup_rounds, "warm-up round"),

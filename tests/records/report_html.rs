@@ -435,3 +435,15 @@ fn steps_that_prefilled_while_decoding_are_shaded() {
     assert!(html.contains("prefill stalled decoders (2 steps)"));
     assert!(html.contains("prefill stalled decoders (none in this round)"));
 }
+
+#[test]
+fn the_page_names_a_converted_dtype() {
+    let mut run = fixture();
+    run.config.model.dtype = tokfire::config::WeightDType::Bf16;
+    let html = page(&run, &sheet(), &[]);
+    let want = format!("{} (dtype bf16)", run.config.model.model);
+    assert!(
+        html.matches(&want).count() >= 2,
+        "title and model row: {html}"
+    );
+}

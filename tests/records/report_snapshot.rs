@@ -52,3 +52,25 @@ fn every_text_rendering_of_every_fixture_fits_100_columns() {
         }
     }
 }
+
+#[test]
+fn a_converted_dtype_is_named_beside_the_model() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let file: ResultsFile =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep-record.json")).unwrap())
+            .unwrap();
+    let mut run = file.runs[0].clone();
+    let model = run.config.model.model.clone();
+    let text = render(&run, Format::Text);
+    assert!(text.contains(&format!("model {model} · ")), "{text}");
+    assert!(
+        !text.contains("(dtype "),
+        "a kept quantization is not named: {text}"
+    );
+    run.config.model.dtype = tokfire::config::WeightDType::F16;
+    let text = render(&run, Format::Text);
+    assert!(
+        text.contains(&format!("model {model} (dtype f16) · ")),
+        "{text}"
+    );
+}

@@ -12,7 +12,9 @@
 //! `--depth N` adds a 512-token prefill after N tokens already in the cache (llama-bench's
 //! `-p 512 -d N`). After the table: the streaming read bandwidth the bench measures on its
 //! threads and the share of it single-sequence decode achieves (bytes read per token: every
-//! matrix once plus the KV rows attended to). `--json FILE` writes every case's samples
+//! matrix once plus the KV rows attended to), and each 512-token prefill round with what the OS
+//! saw over it (steal, other processes' CPU, context switches, page faults: the sentinel's
+//! figures), so a wide spread shows its cause. `--json FILE` writes every case's samples
 //! (`tools/vs-llamacpp` reads it).
 //!
 //! `--repack auto|on|off` loads our model with that setting (the stock column is unaffected).
@@ -34,6 +36,7 @@ use candle_transformers::models::quantized_llama::ModelWeights;
 use clap::ValueEnum;
 use tokfire::config::{DeviceSpec, ModelConfig, Repack, WeightDType};
 use tokfire::engine::sampler::argmax;
+use tokfire::measure::sentinel::{RoundSentinel, Snapshot};
 use tokfire::measure::stats;
 use tokfire::model::family::Model;
 use tokfire::model::kv::KvCache;
@@ -201,6 +204,22 @@ fn decode_only(m: &Model, prompt: &[u32], seqs: usize, a: &Args) {
     println!("best of {}: {best:.1} tok/s", a.rounds);
 }
 
+/// What the OS saw over one timed case: the figures that widen a spread (CPU taken by other
+/// processes or the hypervisor, threads descheduled, pages faulted in).
+fn os_line(r: &RoundSentinel) -> String {
+    let s = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.2} s"));
+    let n = |v: Option<u64>| v.map_or("n/a".into(), |v| v.to_string());
+    format!(
+        "steal {}, other processes {}, cores busy {}, switches {} vol / {} invol, {} minor faults",
+        s(r.steal_s),
+        s(r.other_cpu_s),
+        r.cores_busy.map_or("n/a".into(), |v| format!("{v:.2}")),
+        n(r.voluntary_switches),
+        n(r.involuntary_switches),
+        n(r.minor_faults),
+    )
+}
+
 fn prompt_of(tok: &tokfire::model::tokenizer::Tokenizer, n: usize) -> Vec<u32> {
     let ids = tok.encode(&TEXT.repeat(n / 20 + 2)).unwrap();
     ids[..n].to_vec()
@@ -297,16 +316,16 @@ fn main() {
     if a.prefill_only {
         ours_prefill(&ours.model, &p128);
         for _ in 0..a.rounds {
-            match a.depth {
-                0 => println!(
-                    "prefill 512: {:.1} tok/s",
-                    512.0 / ours_prefill(&ours.model, &p512)
+            let before = Snapshot::take();
+            let (case, s) = match a.depth {
+                0 => ("prefill 512".to_string(), ours_prefill(&ours.model, &p512)),
+                d => (
+                    format!("prefill 512 at depth {d}"),
+                    ours_prefill_at(&ours.model, deep, after),
                 ),
-                d => println!(
-                    "prefill 512 at depth {d}: {:.1} tok/s",
-                    512.0 / ours_prefill_at(&ours.model, deep, after)
-                ),
-            }
+            };
+            let os = os_line(&before.until(&Snapshot::take()));
+            println!("{case}: {:.1} tok/s · {os}", 512.0 / s);
         }
         return;
     }
@@ -320,10 +339,13 @@ fn main() {
         stock_prefill(st, &p128);
         stock_decode(st, short, 4);
     }
+    let mut os512 = Vec::new();
     for r in 0..a.rounds {
         eprintln!("round {}/{}", r + 1, a.rounds);
         o[0].push(128.0 / ours_prefill(&ours.model, &p128));
+        let before = Snapshot::take();
         o[1].push(512.0 / ours_prefill(&ours.model, &p512));
+        os512.push(os_line(&before.until(&Snapshot::take())));
         o[2].push(ours_decode(&ours.model, short, 1, a.decode));
         if let Some(st) = stock.as_mut() {
             s[0].push(128.0 / stock_prefill(st, &p128).0);
@@ -348,6 +370,10 @@ fn main() {
     row("decode, 3 sequences (aggregate)", &o[4], None);
     if a.depth > 0 {
         row(&format!("prefill 512 at depth {}", a.depth), &o[5], None);
+    }
+    println!("prefill 512, round by round, with what the OS saw:");
+    for (i, (v, os)) in o[1].iter().zip(&os512).enumerate() {
+        println!("  {}: {v:.1} tok/s · {os}", i + 1);
     }
     let one = stats::median(&o[2]).unwrap();
     println!(
@@ -397,6 +423,7 @@ fn main() {
             "repack": a.repack.to_string(), "repacked_bytes": repacked,
             "dtype": a.dtype.to_possible_value().unwrap().get_name(),
             "decode_tokens": a.decode, "tok_s": out, "stream_read_bytes_s": stream,
+            "prefill_512_os": os512,
             "decode_bytes_per_token": per_token,
         });
         std::fs::write(file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();

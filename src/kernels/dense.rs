@@ -68,14 +68,31 @@ pub struct HalfMatrix {
 impl HalfMatrix {
     /// `n` rows of `k` elements (`bits` row-major); `None` unless `bits.len() == n * k`.
     pub fn new(ty: HalfType, n: usize, k: usize, bits: Vec<u16>) -> Option<Self> {
-        if n.checked_mul(k) != Some(bits.len()) {
+        Self::packed(ty, n, k, &bits, |&b| b)
+    }
+
+    /// `values` (`[n, k]`, f32) rounded to `ty`, packed straight into groups (no row-major copy
+    /// of the rounded matrix beside the packed one while a model loads).
+    pub fn from_f32(ty: HalfType, n: usize, k: usize, values: &[f32]) -> Option<Self> {
+        Self::packed(ty, n, k, values, |&v| ty.from_f32(v))
+    }
+
+    /// Row-major `src` (`n × k`) through `bits` into groups; `None` unless its length is `n × k`.
+    fn packed<T>(
+        ty: HalfType,
+        n: usize,
+        k: usize,
+        src: &[T],
+        bits: impl Fn(&T) -> u16,
+    ) -> Option<Self> {
+        if n.checked_mul(k) != Some(src.len()) {
             return None;
         }
         let mut packed = vec![0u16; n.div_ceil(GROUP) * GROUP * k];
-        for (r, row) in bits.chunks_exact(k.max(1)).enumerate().take(n) {
+        for (r, row) in src.chunks_exact(k.max(1)).enumerate().take(n) {
             let group = &mut packed[(r / GROUP) * GROUP * k..];
-            for (j, &b) in row.iter().enumerate() {
-                group[j * GROUP + r % GROUP] = b;
+            for (j, v) in row.iter().enumerate() {
+                group[j * GROUP + r % GROUP] = bits(v);
             }
         }
         Some(Self {
@@ -84,12 +101,6 @@ impl HalfMatrix {
             k,
             bits: packed,
         })
-    }
-
-    /// `values` (`[n, k]`, f32) rounded to `ty`.
-    pub fn from_f32(ty: HalfType, n: usize, k: usize, values: &[f32]) -> Option<Self> {
-        let bits = values.iter().map(|&v| ty.from_f32(v)).collect();
-        Self::new(ty, n, k, bits)
     }
 
     /// The matrices stacked along the output axis, when all have one type and width.

@@ -26,7 +26,7 @@
 //!
 //! `cargo bench --bench engine [-- --rounds N --decode N --threads N --model NAME|FILE
 //! --depth N --json FILE --repack auto|on|off --dtype q|f32|f16|bf16 --decode-only SEQS
-//! --prefill-only]`
+//! --prefill-only]`; `-- --help` lists the flags with examples, an unknown flag is refused.
 
 use std::time::Instant;
 
@@ -47,53 +47,55 @@ mod bandwidth;
 
 const TEXT: &str = "The history of the printing press begins in the fifteenth century, when movable type made books cheaper and faster to produce. Within decades, presses spread across Europe, and pamphlets, newspapers and scientific journals followed. ";
 
+/// Engine benchmark: our engine against candle's stock quantized_llama on one model file.
+#[derive(clap::Parser)]
+#[command(
+    name = "engine",
+    about = "Engine benchmark: prefill, decode and batched decode, ours against candle's stock \
+             quantized_llama, medians and ranges",
+    after_help = "Examples:\n  cargo bench --bench engine -- --rounds 5\n  \
+                  cargo bench --bench engine -- --model gemma3-270m-q4_k_m --depth 4096\n  \
+                  cargo bench --bench engine -- --dtype f16 --prefill-only --rounds 8\n  \
+                  cargo bench --bench engine -- --decode-only 3 --decode 128"
+)]
 struct Args {
+    /// Measured rounds per case.
+    #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Tokens decoded per decode case.
+    #[arg(long, default_value_t = 64)]
     decode: usize,
+    /// Threads of the pool (default: the physical cores).
+    #[arg(long)]
     threads: Option<usize>,
+    /// A manifest model name or a GGUF file (default: the manifest's default model).
+    #[arg(long)]
     model: Option<String>,
+    /// Tokens already cached before a further 512-token prefill (llama-bench's -d).
+    #[arg(long, default_value_t = 0)]
     depth: usize,
+    /// Write every case's samples, and the OS's figures per prefill round, to this file.
+    #[arg(long)]
     json: Option<String>,
+    /// Repack our quantized matrices at load.
+    #[arg(long, value_enum, default_value_t = Repack::Auto)]
     repack: Repack,
+    /// How our model holds its matrices (q keeps the file's blocks).
+    #[arg(long, value_enum, default_value_t = WeightDType::Q)]
     dtype: WeightDType,
+    /// Run nothing but our decode of SEQS sequences (for a profiler).
+    #[arg(long, value_name = "SEQS")]
     decode_only: Option<usize>,
+    /// Run nothing but our 512-token prefill, at --depth if given (for a profiler).
+    #[arg(long)]
     prefill_only: bool,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
 fn args() -> Args {
-    let mut a = Args {
-        rounds: 3,
-        decode: 64,
-        threads: None,
-        model: None,
-        depth: 0,
-        json: None,
-        repack: Repack::Auto,
-        dtype: WeightDType::Q,
-        decode_only: None,
-        prefill_only: false,
-    };
-    let argv: Vec<String> = std::env::args().collect();
-    a.prefill_only = argv.iter().any(|x| x == "--prefill-only");
-    for w in argv.windows(2) {
-        match w[0].as_str() {
-            "--rounds" => a.rounds = w[1].parse().expect("--rounds N"),
-            "--decode" => a.decode = w[1].parse().expect("--decode N"),
-            "--threads" => a.threads = Some(w[1].parse().expect("--threads N")),
-            "--model" => a.model = Some(w[1].clone()),
-            "--depth" => a.depth = w[1].parse().expect("--depth N"),
-            "--json" => a.json = Some(w[1].clone()),
-            "--decode-only" => a.decode_only = Some(w[1].parse().expect("--decode-only SEQS")),
-            "--dtype" => {
-                a.dtype = clap::ValueEnum::from_str(&w[1], false).expect("--dtype q|f32|f16|bf16")
-            }
-            "--repack" => {
-                a.repack = clap::ValueEnum::from_str(&w[1], false).expect("--repack auto|on|off")
-            }
-            _ => {}
-        }
-    }
-    a
+    <Args as clap::Parser>::parse()
 }
 
 fn stock_model(path: &std::path::Path) -> ModelWeights {

@@ -167,73 +167,40 @@ struct Plan<'a> {
     tiles: &'a [TileFn],
 }
 
+/// `[f::<BF, R, c>, …]` for each listed token count `c`: a walk's table of tile functions.
+macro_rules! tiles {
+    ($f:ident, $bf:ident, $r:literal; $($c:literal)+) => {
+        [$($f::<$bf, $r, $c> as TileFn),+]
+    };
+}
+
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn walk256<const BF: bool>(job: Job, t: usize, groups: Range<usize>) {
-    let many: [TileFn; 6] = [
-        tile256::<BF, 2, 1>,
-        tile256::<BF, 2, 2>,
-        tile256::<BF, 2, 3>,
-        tile256::<BF, 2, 4>,
-        tile256::<BF, 2, 5>,
-        tile256::<BF, 2, 6>,
-    ];
-    let one: [TileFn; 1] = [tile256::<BF, 6, 1>];
     let many = Plan {
         groups: 1,
-        tiles: &many,
+        tiles: &tiles!(tile256, BF, 2; 1 2 3 4 5 6),
     };
     let one = Plan {
         groups: 3,
-        tiles: &one,
+        tiles: &tiles!(tile256, BF, 6; 1),
     };
     walk(&job, t, groups, &one, &many, &many)
 }
 
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma,f16c")]
 unsafe fn walk512<const BF: bool>(job: Job, t: usize, groups: Range<usize>) {
-    let many: [TileFn; 12] = [
-        tile512::<BF, 2, 1>,
-        tile512::<BF, 2, 2>,
-        tile512::<BF, 2, 3>,
-        tile512::<BF, 2, 4>,
-        tile512::<BF, 2, 5>,
-        tile512::<BF, 2, 6>,
-        tile512::<BF, 2, 7>,
-        tile512::<BF, 2, 8>,
-        tile512::<BF, 2, 9>,
-        tile512::<BF, 2, 10>,
-        tile512::<BF, 2, 11>,
-        tile512::<BF, 2, 12>,
-    ];
-    let single: [TileFn; 12] = [
-        tile512::<BF, 1, 1>,
-        tile512::<BF, 1, 2>,
-        tile512::<BF, 1, 3>,
-        tile512::<BF, 1, 4>,
-        tile512::<BF, 1, 5>,
-        tile512::<BF, 1, 6>,
-        tile512::<BF, 1, 7>,
-        tile512::<BF, 1, 8>,
-        tile512::<BF, 1, 9>,
-        tile512::<BF, 1, 10>,
-        tile512::<BF, 1, 11>,
-        tile512::<BF, 1, 12>,
-    ];
-    let one: [TileFn; 1] = [tile512::<BF, 8, 1>];
-    let (one, many, single) = (
-        Plan {
-            groups: 8,
-            tiles: &one,
-        },
-        Plan {
-            groups: 2,
-            tiles: &many,
-        },
-        Plan {
-            groups: 1,
-            tiles: &single,
-        },
-    );
+    let one = Plan {
+        groups: 8,
+        tiles: &tiles!(tile512, BF, 8; 1),
+    };
+    let many = Plan {
+        groups: 2,
+        tiles: &tiles!(tile512, BF, 2; 1 2 3 4 5 6 7 8 9 10 11 12),
+    };
+    let single = Plan {
+        groups: 1,
+        tiles: &tiles!(tile512, BF, 1; 1 2 3 4 5 6 7 8 9 10 11 12),
+    };
     walk(&job, t, groups, &one, &many, &single)
 }
 
@@ -308,7 +275,13 @@ unsafe fn tile<S: Reg, const BF: bool, const R: usize, const C: usize>(
                 _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
             }
         }
-        step::<S, BF, R, C>(&mut acc, &wp, &xp, kk);
+        let wv: [S::V; R] = std::array::from_fn(|i| S::load_w::<BF>(wp[i].add(kk * GROUP)));
+        for (c, &x) in xp.iter().enumerate() {
+            let xv = S::splat(x.add(kk));
+            for (acc, &w) in acc.iter_mut().zip(&wv) {
+                acc[c] = S::fma(w, xv, acc[c]);
+            }
+        }
     }
     let n = job.w.n();
     let mut lanes = [0f32; GROUP];
@@ -321,23 +294,6 @@ unsafe fn tile<S: Reg, const BF: bool, const R: usize, const C: usize>(
                     job.out.write(j + c, row0 + l, v);
                 }
             }
-        }
-    }
-}
-
-/// Input feature `kk` into every accumulator of a tile.
-#[inline(always)]
-unsafe fn step<S: Reg, const BF: bool, const R: usize, const C: usize>(
-    acc: &mut [[S::V; C]; R],
-    wp: &[*const u16; R],
-    xp: &[*const f32; C],
-    kk: usize,
-) {
-    let wv: [S::V; R] = std::array::from_fn(|i| S::load_w::<BF>(wp[i].add(kk * GROUP)));
-    for (c, &x) in xp.iter().enumerate() {
-        let xv = S::splat(x.add(kk));
-        for (acc, &w) in acc.iter_mut().zip(&wv) {
-            acc[c] = S::fma(w, xv, acc[c]);
         }
     }
 }

@@ -285,6 +285,11 @@ fn main() {
         std::env::set_var("RAYON_NUM_THREADS", n.to_string());
         std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
     }
+    // Our model steps run on a runtime's workers, as under every verb of the CLI.
+    let rt =
+        tokfire::kernels::Runtime::new(tokfire::kernels::threads(), tokfire::kernels::detect())
+            .unwrap();
+    let _in = rt.enter();
     let m = tokfire::model::manifest::manifest().unwrap();
     let cache = std::env::var_os("TOKFIRE_CACHE")
         .map(Into::into)

@@ -25,6 +25,7 @@ use super::linear::Linear;
 use super::llama::ops::OpsAttention;
 use super::llama::{rope_tables_scaled, CpuAttention, SeqInput, StepPlan, MAX_ROPE_POSITIONS};
 use super::projections::{qk_norm, qk_norm_ops, Act, GateUp, Qkv};
+use super::residual;
 use super::weights::{Names, WeightSource};
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
@@ -220,12 +221,12 @@ impl Gemma {
                     self.ops_attention(l, g).run(l, &qkv, &plan, caches)?
                 }
             };
-            x = (x + rms(&layer.o.forward(&attn)?, &layer.post_attn_norm)?)?;
+            x = residual::add(&x, &rms(&layer.o.forward(&attn)?, &layer.post_attn_norm)?)?;
             let h = rms(&x, &layer.ffn_norm)?;
             let m = layer
                 .down
                 .forward(&layer.gate_up.forward_act(&h, Act::GeluTanh)?)?;
-            x = (x + rms(&m, &layer.post_ffn_norm)?)?;
+            x = residual::add(&x, &rms(&m, &layer.post_ffn_norm)?)?;
         }
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());

@@ -13,6 +13,7 @@ use super::embedding::Embedding;
 use super::kv::{KvCache, KvShape};
 use super::linear::Linear;
 use super::projections::{cpu_f32, qk_norm, qk_norm_ops, with_f32, GateUp, Qkv};
+use super::residual;
 use super::weights::WeightSource;
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
@@ -342,9 +343,12 @@ impl Llama {
             }
             .run(l, &qkv, plan, caches)?,
         };
-        let x = (x + layer.o.forward(&attn)?)?;
+        let x = residual::add(&x, &layer.o.forward(&attn)?)?;
         let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.cfg.rms_eps as f32)?;
-        Ok((&x + layer.down.forward(&layer.gate_up.forward(&h)?)?)?)
+        Ok(residual::add(
+            &x,
+            &layer.down.forward(&layer.gate_up.forward(&h)?)?,
+        )?)
     }
 
     /// The RoPE angles of the step's tokens and the causal masks, for the candle-op attention.

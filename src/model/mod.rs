@@ -24,6 +24,7 @@ pub mod pretok;
 pub(crate) mod projections;
 pub mod qwen35;
 pub mod recurrent;
+pub(crate) mod residual;
 #[cfg(any(test, feature = "synthetic"))]
 pub mod synthetic;
 #[cfg(any(test, feature = "synthetic"))]

@@ -39,6 +39,7 @@ use super::linear::Linear;
 use super::llama::{rope_tables_scaled, CpuAttention, SeqInput, StepPlan, MAX_ROPE_POSITIONS};
 use super::projections::{qk_norm, with_f32, GateUp, Qkv};
 use super::recurrent::StateShape;
+use super::residual;
 use super::weights::{Names, WeightSource};
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
@@ -336,12 +337,12 @@ impl Qwen35 {
                 Mixer::Attention(a) => self.attention(a, self.slot[l], &h, &plan, caches)?,
                 Mixer::DeltaNet(d) => self.delta_net(d, self.slot[l], &h, inputs, caches)?,
             };
-            x = (x + mixed)?;
+            x = residual::add(&x, &mixed)?;
             let h = rms(&x, &layer.post_norm)?;
             let t = Instant::now();
             let m = layer.down.forward(&layer.gate_up.forward(&h)?)?;
             self.cost.add(Part::Projections, t);
-            x = (&x + m)?;
+            x = residual::add(&x, &m)?;
         }
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());

@@ -264,8 +264,9 @@ fn transpose(keys: &[f32], hd: usize, kt: &mut [f32]) {
 
 /// `w[v, k] = q_v · key k` for every query vector `v` and key of the block: each a sequential
 /// fused multiply-add over the head dimension. Register tiles of 4 vectors × 16 keys, so each
-/// load of 16 keys' element serves 4 vectors (vectorised across keys; the tile's shape changes
-/// no bits: every lane is one vector and key summed in element order).
+/// load of 16 keys' element serves 4 vectors, the rest one tile of 1 to 3 (vectorised across
+/// keys; the tile's shape changes no bits: every lane is one vector and key summed in element
+/// order).
 #[inline(always)]
 fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
     let kb = kt.len() / hd;
@@ -274,8 +275,13 @@ fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
         score_tile::<4>(&qv[v..v + 4], kt, hd, &mut w[v * kb..(v + 4) * kb]);
         v += 4;
     }
-    for v in v..qv.len() {
-        score_tile::<1>(&qv[v..v + 1], kt, hd, &mut w[v * kb..(v + 1) * kb]);
+    // The rest in one tile (a decode row of a 3-head group is one tile of 3, not three of 1).
+    let w = &mut w[v * kb..qv.len() * kb];
+    match qv.len() - v {
+        3 => score_tile::<3>(&qv[v..], kt, hd, w),
+        2 => score_tile::<2>(&qv[v..], kt, hd, w),
+        1 => score_tile::<1>(&qv[v..], kt, hd, w),
+        _ => {}
     }
 }
 

@@ -37,8 +37,12 @@ pub(super) fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
             score_tile::<4>(&qv[v..v + 4], kt, hd, &mut w[v * kb..]);
             v += 4;
         }
-        for v in v..qv.len() {
-            score_tile::<1>(&qv[v..v + 1], kt, hd, &mut w[v * kb..]);
+        let w = &mut w[v * kb..];
+        match qv.len() - v {
+            3 => score_tile::<3>(&qv[v..], kt, hd, w),
+            2 => score_tile::<2>(&qv[v..], kt, hd, w),
+            1 => score_tile::<1>(&qv[v..], kt, hd, w),
+            _ => {}
         }
     }
 }

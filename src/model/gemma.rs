@@ -206,6 +206,7 @@ impl Gemma {
         };
         let x = self.embed.lookup(&plan.tokens, &self.device)?;
         let mut x = (x * (b.hidden as f64).sqrt())?;
+        let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
         for (l, layer) in self.layers.iter().enumerate() {
             let h = rms(&x, &layer.attn_norm)?;
             let heads = (b.heads, b.kv_heads, b.head_dim);
@@ -221,6 +222,14 @@ impl Gemma {
                     self.ops_attention(l, g).run(l, &qkv, &plan, caches)?
                 }
             };
+            // The last layer goes past its attention for the logit rows only.
+            let attn = match l + 1 == self.layers.len() {
+                true => {
+                    x = x.index_select(&rows, 0)?;
+                    attn.index_select(&rows, 0)?
+                }
+                false => attn,
+            };
             x = residual::add(&x, &rms(&layer.o.forward(&attn)?, &layer.post_attn_norm)?)?;
             let h = rms(&x, &layer.ffn_norm)?;
             let m = layer
@@ -231,8 +240,10 @@ impl Gemma {
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());
         }
-        let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
-        let x = rms(&x.index_select(&rows, 0)?, &self.norm)?;
+        if self.layers.is_empty() {
+            x = x.index_select(&rows, 0)?;
+        }
+        let x = rms(&x, &self.norm)?;
         let logits = self.head.forward(&x)?;
         Ok(match self.cfg.final_softcap {
             Some(cap) => ((logits / cap)?.tanh()? * cap)?,

@@ -33,6 +33,15 @@ pub(crate) const MAX_ROPE_POSITIONS: usize = 32_768;
 /// The candle-op attention's inputs for a step: RoPE angles `[cos, sin]` and causal masks.
 type Generic = ([Tensor; 2], Vec<Option<Tensor>>);
 
+/// Which tokens' residual stream a step's trunk returns.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// Every token's (the MTP head reads them all).
+    All,
+    /// The logit rows' only; the last layer computes nothing past its attention for the rest.
+    Logits,
+}
+
 struct Layer {
     attn_norm: Tensor,
     qkv: Qkv,
@@ -270,20 +279,19 @@ impl Llama {
         caches: &mut [&mut KvCache],
         n_layers: usize,
     ) -> Result<Tensor, EngineError> {
-        let (x, plan) = self.trunk(inputs, caches, n_layers)?;
-        let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
-        let x = x.index_select(&rows, 0)?;
+        let (x, _) = self.trunk(inputs, caches, n_layers, Rows::Logits)?;
         let x = candle_nn::ops::rms_norm(&x, &self.norm, self.cfg.rms_eps as f32)?;
         Ok(self.head.forward(&x)?)
     }
 
-    /// The step through the first `n_layers` layers: the residual stream `[T, hidden]` of every
-    /// token, before the final norm, and the step's layout. Advances the caches.
+    /// The step through the first `n_layers` layers: the residual stream before the final norm
+    /// of the tokens `rows` asks for, and the step's layout. Advances the caches.
     fn trunk(
         &self,
         inputs: &[SeqInput],
         caches: &mut [&mut KvCache],
         n_layers: usize,
+        rows: Rows,
     ) -> Result<(Tensor, StepPlan), EngineError> {
         let _span = tracing::trace_span!("forward", seqs = inputs.len()).entered();
         let plan = StepPlan::new(inputs, caches)?;
@@ -293,8 +301,18 @@ impl Llama {
         let dev = &self.device;
         let mut x = self.embed.lookup(&plan.tokens, dev)?;
         let generic = self.generic(&plan)?;
+        let keep = match rows {
+            Rows::All => None,
+            Rows::Logits => Some(Tensor::new(plan.logit_rows.as_slice(), dev)?),
+        };
+        if n_layers == 0 {
+            if let Some(keep) = &keep {
+                x = x.index_select(keep, 0)?;
+            }
+        }
         for (l, layer) in self.layers.iter().enumerate().take(n_layers) {
-            x = self.block(layer, l, x, &plan, generic.as_ref(), caches)?;
+            let keep = keep.as_ref().filter(|_| l + 1 == n_layers);
+            x = self.block(layer, l, x, &plan, generic.as_ref(), caches, keep)?;
         }
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());
@@ -310,7 +328,10 @@ impl Llama {
         })
     }
 
-    /// One transformer block on the residual stream `x`, its K/V in layer `l` of the caches.
+    /// One transformer block on the residual stream `x`, its K/V in layer `l` of the caches;
+    /// past the attention only the rows `keep` when given (the last layer of a step whose
+    /// other rows' outputs nobody reads: their K/V are in the cache).
+    #[allow(clippy::too_many_arguments)]
     fn block(
         &self,
         layer: &Layer,
@@ -319,6 +340,7 @@ impl Llama {
         plan: &StepPlan,
         generic: Option<&Generic>,
         caches: &[&mut KvCache],
+        keep: Option<&Tensor>,
     ) -> Result<Tensor, EngineError> {
         let c = &self.cfg;
         let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, c.rms_eps as f32)?;
@@ -342,6 +364,10 @@ impl Llama {
                 masks,
             }
             .run(l, &qkv, plan, caches)?,
+        };
+        let (x, attn) = match keep {
+            Some(rows) => (x.index_select(rows, 0)?, attn.index_select(rows, 0)?),
+            None => (x, attn),
         };
         let x = residual::add(&x, &layer.o.forward(&attn)?)?;
         let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, self.cfg.rms_eps as f32)?;

@@ -13,7 +13,7 @@
 
 use candle_core::Tensor;
 
-use super::{Layer, Llama, LogitRows, SeqInput, StepPlan};
+use super::{Layer, Llama, LogitRows, Rows, SeqInput, StepPlan};
 use crate::config::WeightDType;
 use crate::error::{EngineError, ModelError};
 use crate::model::arch::LlamaConfig;
@@ -138,7 +138,7 @@ impl Llama {
         caches: &mut [&mut KvCache],
     ) -> Result<(Tensor, Tensor), EngineError> {
         crate::kernels::pool::install(|| {
-            let (x, plan) = self.trunk(inputs, caches, self.layers.len())?;
+            let (x, plan) = self.trunk(inputs, caches, self.layers.len(), Rows::All)?;
             let normed = candle_nn::ops::rms_norm(&x, &self.norm, self.cfg.rms_eps as f32)?;
             let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
             let logits = self.head.forward(&normed.index_select(&rows, 0)?)?;
@@ -180,7 +180,7 @@ impl Llama {
         let h = candle_nn::ops::rms_norm(&h.contiguous()?, &m.hnorm, eps)?;
         let x = m.eh_proj.forward(&Tensor::cat(&[e, h], 1)?)?;
         let generic = self.generic(&plan)?;
-        let x = self.block(&m.block, 0, x, &plan, generic.as_ref(), caches)?;
+        let x = self.block(&m.block, 0, x, &plan, generic.as_ref(), caches, None)?;
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());
         }

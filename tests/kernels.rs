@@ -257,6 +257,34 @@ fn repacked_weights_give_their_references_bits_at_every_level() {
 }
 
 #[test]
+fn repacked_tiles_sum_the_largest_products_exactly() {
+    // Every weight byte 0xFF (4-bit values 15, Q5_0's 31, Q8_0's -1) with unit scales, and
+    // activations of ±127 in every lane: the largest integer sums a block's products reach,
+    // which the AVX2 tiles add in i16 before widening.
+    for q in TILED {
+        let (n, k) = (16, 512);
+        let mut bytes = vec![0xFFu8; n * k / q.block_len() * q.block_bytes()];
+        for blk in bytes.chunks_exact_mut(q.block_bytes()) {
+            for (i, &at) in f16_fields(q).iter().enumerate() {
+                let v = f16::from_f32(if i == 0 { 1.0 } else { 0.0 });
+                blk[at..at + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        let w = QMatrix::new(q, n, k, bytes).expect("whole blocks");
+        let tiles = w.repacked().expect("whole tiles of a tiled type repack");
+        for sign in [127.0f32, -127.0] {
+            let t = 5;
+            let x = vec![sign; t * k];
+            let want = fused_reference(&w, &x, t);
+            for level in levels() {
+                let got = run(level, &tiles, &x, t);
+                assert_eq!(got, want, "{q:?} {level} activations {sign}");
+            }
+        }
+    }
+}
+
+#[test]
 fn only_whole_tiles_of_tiled_types_repack() {
     let mut rng = StdRng::seed_from_u64(8);
     let odd = random_matrix(QType::Q8_0, 12, 64, &mut rng, random_scales);

@@ -24,6 +24,9 @@ use super::quantize::Acts;
 pub(crate) trait IDot {
     /// `acc + sum over each 4-byte group of u * s` (u unsigned, s signed) per i32 lane.
     unsafe fn dot(acc: __m256i, u: __m256i, s: __m256i) -> __m256i;
+    /// Whether `dot` is `vpmaddubsw` into i16 pairs, then a widening `vpmaddwd`: a kernel may
+    /// then add several pair sums in i16 and widen once, exact while they fit.
+    const I16_PAIRS: bool = false;
 }
 
 /// What a weight type's tile kernel sees.

@@ -4,7 +4,8 @@
 //! entry point (`avx2::tiles_cols`, `avx512::tiles_cols`).
 //!
 //! Per block and row: the exact integer sum of each column (8 dots of a broadcast group of 4
-//! activations, in two chains), then `acc = fma(d_w * d_a, sumi, acc)` (then
+//! activations, in two chains; on AVX2 a 4- or 5-bit block's i16 pair sums added before one or
+//! two widenings), then `acc = fma(d_w * d_a, sumi, acc)` (then
 //! `acc = fma(m_w, s_a, acc)` for Q4_1), as [`super::scalar::dot_row_fused`] computes it, so
 //! the results are that reference's bits.
 
@@ -28,6 +29,10 @@ pub(crate) trait Kind {
     /// `acc + sum over each lane's 4 bytes of w * a` for value register `w` and a broadcast
     /// group of 4 activations `a`.
     unsafe fn dot<D: IDot>(acc: __m256i, w: __m256i, a: __m256i) -> __m256i;
+    /// How many groups' i16 pair sums (`vpmaddubsw` of the values as u8 and activations,
+    /// |a| ≤ 127) fit in an i16 when added (values ≤ 15: 8 × 2 × 15 × 127 = 30480; ≤ 31: 4);
+    /// 1 where `dot` is not that product of the values themselves.
+    const I16_GROUPS: usize;
     /// The integer sum's starting value for activation block `i` (an offset's correction).
     unsafe fn start(acts: &Acts, i: usize) -> __m256i;
     /// `acc` with the block's float term beyond `(d_w * d_a) * sumi` fused in, if any.
@@ -52,6 +57,7 @@ unsafe fn nibble_values(qs: *const u8) -> [__m256i; 8] {
 pub(crate) struct Q4_0;
 
 impl Kind for Q4_0 {
+    const I16_GROUPS: usize = 8;
     const BYTES: usize = 18 * COLS;
     #[inline(always)]
     unsafe fn values(blk: *const u8) -> [__m256i; 8] {
@@ -76,6 +82,7 @@ impl Kind for Q4_0 {
 pub(crate) struct Q5_0;
 
 impl Kind for Q5_0 {
+    const I16_GROUPS: usize = 4;
     const BYTES: usize = 22 * COLS;
     #[inline(always)]
     unsafe fn values(blk: *const u8) -> [__m256i; 8] {
@@ -111,6 +118,7 @@ impl Kind for Q5_0 {
 pub(crate) struct Q4_1;
 
 impl Kind for Q4_1 {
+    const I16_GROUPS: usize = 8;
     const BYTES: usize = 20 * COLS;
     #[inline(always)]
     unsafe fn values(blk: *const u8) -> [__m256i; 8] {
@@ -135,6 +143,7 @@ impl Kind for Q4_1 {
 pub(crate) struct Q8_0;
 
 impl Kind for Q8_0 {
+    const I16_GROUPS: usize = 1;
     const BYTES: usize = 34 * COLS;
     #[inline(always)]
     unsafe fn values(blk: *const u8) -> [__m256i; 8] {
@@ -182,12 +191,7 @@ impl<K: Kind> Tiled for K {
             for r in 0..R {
                 let i = (r0 + r) * nb + b;
                 let a = acts.qs.as_ptr().add((r0 + r) * acts.k + b * 32);
-                let (mut s0, mut s1) = (K::start(acts, i), _mm256_setzero_si256());
-                for g in (0..8).step_by(2) {
-                    s0 = K::dot::<D>(s0, wq[g], group(a.add(4 * g)));
-                    s1 = K::dot::<D>(s1, wq[g + 1], group(a.add(4 * g + 4)));
-                }
-                let sumi = _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1));
+                let sumi = _mm256_cvtepi32_ps(block_sum::<K, D>(&wq, a, K::start(acts, i)));
                 let da = _mm256_set1_ps(*acts.d.get_unchecked(i));
                 acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), sumi, acc[r]);
                 acc[r] = K::extra(acc[r], blk, acts, i);
@@ -195,6 +199,37 @@ impl<K: Kind> Tiled for K {
         }
         acc
     }
+}
+
+/// `start` plus the exact integer dot of one block's 8 value registers with the 32 activations
+/// at `a`: in two chains of [`Kind::dot`], or where the level's dot goes through i16 pairs and
+/// the kind allows, [`Kind::I16_GROUPS`] groups' pairs added in i16 before each widening (a
+/// 4-bit block widens once instead of 8 times). Integer sums: both give the same bits.
+#[inline(always)]
+unsafe fn block_sum<K: Kind, D: IDot>(wq: &[__m256i; 8], a: *const i8, start: __m256i) -> __m256i {
+    const { assert!(K::I16_GROUPS == 1 || (K::I16_GROUPS % 2 == 0 && 8 % K::I16_GROUPS == 0)) };
+    let per = K::I16_GROUPS;
+    if !D::I16_PAIRS || per < 2 {
+        let (mut s0, mut s1) = (start, _mm256_setzero_si256());
+        for g in (0..8).step_by(2) {
+            s0 = K::dot::<D>(s0, wq[g], group(a.add(4 * g)));
+            s1 = K::dot::<D>(s1, wq[g + 1], group(a.add(4 * g + 4)));
+        }
+        return _mm256_add_epi32(s0, s1);
+    }
+    let pairs = |g: usize| _mm256_maddubs_epi16(wq[g], group(a.add(4 * g)));
+    let mut sum = start;
+    for g0 in (0..8).step_by(per) {
+        // Two chains of i16 adds, then one.
+        let (mut p0, mut p1) = (pairs(g0), pairs(g0 + 1));
+        for g in (g0 + 2..g0 + per).step_by(2) {
+            p0 = _mm256_add_epi16(p0, pairs(g));
+            p1 = _mm256_add_epi16(p1, pairs(g + 1));
+        }
+        let p = _mm256_add_epi16(p0, p1);
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+    }
+    sum
 }
 
 /// How far ahead of the tile-block being dotted its weights are prefetched, bytes. Only the

@@ -206,7 +206,7 @@ impl Gemma {
         };
         let x = self.embed.lookup(&plan.tokens, &self.device)?;
         let mut x = (x * (b.hidden as f64).sqrt())?;
-        let rows = Tensor::new(plan.logit_rows.as_slice(), &self.device)?;
+        let keep = plan.logit_selection(&self.device)?;
         for (l, layer) in self.layers.iter().enumerate() {
             let h = rms(&x, &layer.attn_norm)?;
             let heads = (b.heads, b.kv_heads, b.head_dim);
@@ -223,12 +223,12 @@ impl Gemma {
                 }
             };
             // The last layer goes past its attention for the logit rows only.
-            let attn = match l + 1 == self.layers.len() {
-                true => {
-                    x = x.index_select(&rows, 0)?;
-                    attn.index_select(&rows, 0)?
+            let attn = match keep.as_ref().filter(|_| l + 1 == self.layers.len()) {
+                Some(rows) => {
+                    x = x.index_select(rows, 0)?;
+                    attn.index_select(rows, 0)?
                 }
-                false => attn,
+                None => attn,
             };
             x = residual::add(&x, &rms(&layer.o.forward(&attn)?, &layer.post_attn_norm)?)?;
             let h = rms(&x, &layer.ffn_norm)?;
@@ -240,8 +240,8 @@ impl Gemma {
         for (cache, input) in caches.iter_mut().zip(inputs) {
             cache.advance(input.tokens.len());
         }
-        if self.layers.is_empty() {
-            x = x.index_select(&rows, 0)?;
+        if let Some(rows) = keep.as_ref().filter(|_| self.layers.is_empty()) {
+            x = x.index_select(rows, 0)?;
         }
         let x = rms(&x, &self.norm)?;
         let logits = self.head.forward(&x)?;

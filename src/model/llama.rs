@@ -303,7 +303,7 @@ impl Llama {
         let generic = self.generic(&plan)?;
         let keep = match rows {
             Rows::All => None,
-            Rows::Logits => Some(Tensor::new(plan.logit_rows.as_slice(), dev)?),
+            Rows::Logits => plan.logit_selection(dev)?,
         };
         if n_layers == 0 {
             if let Some(keep) = &keep {
@@ -532,6 +532,21 @@ pub(crate) struct StepPlan {
 }
 
 impl StepPlan {
+    /// The logit rows as an index for `index_select`, or `None` when they are every row in
+    /// order (a decode step): nothing to select.
+    pub(crate) fn logit_selection(&self, dev: &Device) -> candle_core::Result<Option<Tensor>> {
+        let all = self.logit_rows.len() == self.tokens.len()
+            && self
+                .logit_rows
+                .iter()
+                .enumerate()
+                .all(|(i, &r)| r as usize == i);
+        match all {
+            true => Ok(None),
+            false => Tensor::new(self.logit_rows.as_slice(), dev).map(Some),
+        }
+    }
+
     pub(crate) fn new(inputs: &[SeqInput], caches: &[&mut KvCache]) -> Result<Self, EngineError> {
         if inputs.len() != caches.len() || inputs.is_empty() {
             return Err(EngineError::Bug(format!(

@@ -192,12 +192,13 @@ fn each_row_is_bit_identical_whatever_shares_the_call() {
 }
 
 /// The block types with tile kernels over repacked weights.
-const TILED: [QType; 5] = [
+const TILED: [QType; 6] = [
     QType::Q4_0,
     QType::Q4_1,
     QType::Q5_0,
     QType::Q8_0,
     QType::Q4K,
+    QType::Q6K,
 ];
 
 /// `(n, k)` shapes of whole tiles for a tiled type.
@@ -258,9 +259,10 @@ fn repacked_weights_give_their_references_bits_at_every_level() {
 
 #[test]
 fn repacked_tiles_sum_the_largest_products_exactly() {
-    // Every weight byte 0xFF (4-bit values 15, Q5_0's 31, Q8_0's -1) with unit scales, and
-    // activations of ±127 in every lane: the largest integer sums a block's products reach,
-    // which the AVX2 tiles add in i16 before widening.
+    // Every weight byte 0xFF (4-bit values 15, Q5_0's 31, Q8_0's -1, Q6_K's 63; sub-block
+    // scales 63, Q6_K's -1) with unit block scales, and activations of ±127 in every lane: the
+    // largest integer sums a block's products reach, which the AVX2 tiles add in i16 before
+    // widening.
     for q in TILED {
         let (n, k) = (16, 512);
         let mut bytes = vec![0xFFu8; n * k / q.block_len() * q.block_bytes()];

@@ -275,7 +275,8 @@ fn repacked_tiles_sum_the_largest_products_exactly() {
         let w = QMatrix::new(q, n, k, bytes).expect("whole blocks");
         let tiles = w.repacked().expect("whole tiles of a tiled type repack");
         for sign in [127.0f32, -127.0] {
-            let t = 5;
+            // 9 rows: two row tiles (decoded once where a kind decodes) and one alone.
+            let t = 9;
             let x = vec![sign; t * k];
             let want = fused_reference(&w, &x, t);
             for level in levels() {

@@ -33,6 +33,12 @@ pub(crate) trait Kind {
     /// |a| ≤ 127) fit in an i16 when added (values ≤ 15: 8 × 2 × 15 × 127 = 30480; ≤ 31: 4);
     /// 1 where `dot` is not that product of the values themselves.
     const I16_GROUPS: usize;
+    /// Whether a prefill's `run` decodes a column tile's values once for all its row tiles
+    /// ([`Tiled::DECODES`]): where `values` costs more than loading 8 registers back. Q5_0
+    /// (its bit 4 moved in per group): `time_the_layouts` T=512, 5 alternated pairs, median
+    /// pair ratio 1.19; Gemma 3 prefill 512 (engine bench, 4 × 3 rounds alternated) medians
+    /// 553.4 -> 598.6 tok/s. Q4_0 and Q4_1 (a mask and a shift) showed no gain beyond noise.
+    const DECODES: bool = false;
     /// The integer sum's starting value for activation block `i` (an offset's correction).
     unsafe fn start(acts: &Acts, i: usize) -> __m256i;
     /// `acc` with the block's float term beyond `(d_w * d_a) * sumi` fused in, if any.
@@ -83,6 +89,7 @@ pub(crate) struct Q5_0;
 
 impl Kind for Q5_0 {
     const I16_GROUPS: usize = 4;
+    const DECODES: bool = true;
     const BYTES: usize = 22 * COLS;
     #[inline(always)]
     unsafe fn values(blk: *const u8) -> [__m256i; 8] {
@@ -173,32 +180,78 @@ pub(crate) trait Tiled {
     const BYTES: usize;
     /// Rows `r0..r0 + R` × the 8 columns of the tile at `w`, one f32 lane per column.
     unsafe fn tile<D: IDot, const R: usize>(w: *const u8, acts: &Acts, r0: usize) -> [__m256; R];
+    /// Whether [`Self::decode`] and [`Self::tile_decoded`] exist: `run` then decodes a column
+    /// tile's value registers once when it has [`DECODE_MIN_ROWS`] rows or more.
+    const DECODES: bool = false;
+    /// The 8 value registers of each of the `nb` tile-blocks at `w`, to `out[8 * b..]`.
+    unsafe fn decode(_w: *const u8, _nb: usize, _out: &mut [__m256i]) {
+        unreachable!("decode of a tile kind that does not decode; this is a bug")
+    }
+    /// [`Self::tile`] with the value registers from `vals` ([`Self::decode`] of `w`).
+    unsafe fn tile_decoded<D: IDot, const R: usize>(
+        w: *const u8,
+        _vals: &[__m256i],
+        acts: &Acts,
+        r0: usize,
+    ) -> [__m256; R] {
+        Self::tile::<D, R>(w, acts, r0)
+    }
 }
 
 impl<K: Kind> Tiled for K {
     const BYTES: usize = K::BYTES;
+    const DECODES: bool = <K as Kind>::DECODES;
     #[inline(always)]
     unsafe fn tile<D: IDot, const R: usize>(w: *const u8, acts: &Acts, r0: usize) -> [__m256; R] {
-        let nb = acts.blocks();
-        let mut acc = [_mm256_setzero_ps(); R];
-        for b in 0..nb {
-            let blk = w.add(b * K::BYTES);
-            if r0 == 0 {
-                prefetch_ahead(blk, K::BYTES);
-            }
-            let dw = _mm256_cvtph_ps(_mm_loadu_si128(blk.cast()));
-            let wq = K::values(blk);
-            for r in 0..R {
-                let i = (r0 + r) * nb + b;
-                let a = acts.qs.as_ptr().add((r0 + r) * acts.k + b * 32);
-                let sumi = _mm256_cvtepi32_ps(block_sum::<K, D>(&wq, a, K::start(acts, i)));
-                let da = _mm256_set1_ps(*acts.d.get_unchecked(i));
-                acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), sumi, acc[r]);
-                acc[r] = K::extra(acc[r], blk, acts, i);
-            }
-        }
-        acc
+        kind_tile::<K, D, R>(w, acts, r0, |blk, _| K::values(blk))
     }
+    #[inline(always)]
+    unsafe fn decode(w: *const u8, nb: usize, out: &mut [__m256i]) {
+        for (b, regs) in out[..8 * nb].chunks_exact_mut(8).enumerate() {
+            regs.copy_from_slice(&K::values(w.add(b * K::BYTES)));
+        }
+    }
+    #[inline(always)]
+    unsafe fn tile_decoded<D: IDot, const R: usize>(
+        w: *const u8,
+        vals: &[__m256i],
+        acts: &Acts,
+        r0: usize,
+    ) -> [__m256; R] {
+        let vals = vals.as_ptr();
+        kind_tile::<K, D, R>(w, acts, r0, |_, b| {
+            vals.add(8 * b).cast::<[__m256i; 8]>().read()
+        })
+    }
+}
+
+/// [`Tiled::tile`] of a [`Kind`], block `b`'s value registers from `values(blk, b)`.
+#[inline(always)]
+unsafe fn kind_tile<K: Kind, D: IDot, const R: usize>(
+    w: *const u8,
+    acts: &Acts,
+    r0: usize,
+    values: impl Fn(*const u8, usize) -> [__m256i; 8],
+) -> [__m256; R] {
+    let nb = acts.blocks();
+    let mut acc = [_mm256_setzero_ps(); R];
+    for b in 0..nb {
+        let blk = w.add(b * K::BYTES);
+        if r0 == 0 {
+            prefetch_ahead(blk, K::BYTES);
+        }
+        let dw = _mm256_cvtph_ps(_mm_loadu_si128(blk.cast()));
+        let wq = values(blk, b);
+        for r in 0..R {
+            let i = (r0 + r) * nb + b;
+            let a = acts.qs.as_ptr().add((r0 + r) * acts.k + b * 32);
+            let sumi = _mm256_cvtepi32_ps(block_sum::<K, D>(&wq, a, K::start(acts, i)));
+            let da = _mm256_set1_ps(*acts.d.get_unchecked(i));
+            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), sumi, acc[r]);
+            acc[r] = K::extra(acc[r], blk, acts, i);
+        }
+    }
+    acc
 }
 
 /// `start` plus the exact integer dot of one block's 8 value registers with the 32 activations
@@ -231,6 +284,10 @@ unsafe fn block_sum<K: Kind, D: IDot>(wq: &[__m256i; 8], a: *const i8, start: __
     }
     sum
 }
+
+/// Rows from which `run` decodes a column tile's values once ([`Tiled::DECODES`]): a decode
+/// step's 1-3 rows unpack them once anyway.
+pub(crate) const DECODE_MIN_ROWS: usize = 8;
 
 /// How far ahead of the tile-block being dotted its weights are prefetched, bytes. Only the
 /// first row tile of a column tile prefetches (later ones find the tile in cache). Decode
@@ -290,10 +347,27 @@ pub(crate) unsafe fn run<K: Tiled, D: IDot, const R: usize>(
         w.len() >= cols.end.div_ceil(COLS) * tile_bytes,
         "repacked weights too short; this is a bug"
     );
+    let mut vals = match K::DECODES && acts.rows >= DECODE_MIN_ROWS {
+        true => vec![_mm256_setzero_si256(); 8 * acts.blocks()],
+        false => Vec::new(),
+    };
     for t in cols.start / COLS..cols.end.div_ceil(COLS) {
         let wt = w.as_ptr().add(t * tile_bytes);
         let c0 = t * COLS;
         let mut r0 = 0;
+        if !vals.is_empty() {
+            K::decode(wt, acts.blocks(), &mut vals);
+            while r0 + R <= acts.rows {
+                store(
+                    out,
+                    r0,
+                    c0,
+                    &cols,
+                    &K::tile_decoded::<D, R>(wt, &vals, acts, r0),
+                );
+                r0 += R;
+            }
+        }
         while r0 + R <= acts.rows {
             store(out, r0, c0, &cols, &K::tile::<D, R>(wt, acts, r0));
             r0 += R;

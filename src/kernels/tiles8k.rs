@@ -44,10 +44,24 @@ unsafe fn nibbles(q: *const u8, mask: __m256i) -> (__m256i, __m256i) {
     )
 }
 
-/// Each i32 lane's value (below 2^15) in both its i16 halves, for `vpmaddwd`.
+/// A Q4_K sub-block's running dot: where the level's dot goes through i16 pairs, the pair
+/// sums added in i16 (8 groups at most 8 x 2 x 15 x 127 = 30 480), else the level's i32 dot.
 #[inline(always)]
-unsafe fn both_halves(x: __m256i) -> __m256i {
-    _mm256_or_si256(x, _mm256_slli_epi32(x, 16))
+unsafe fn sub_dot<D: IDot>(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+    match D::I16_PAIRS {
+        true => _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s)),
+        false => D::dot(acc, u, s),
+    }
+}
+
+/// A [`sub_dot`] times the 8 columns' scales `sc` (one per i32 lane, below 2^15), in i32:
+/// i16 sums widened by one `vpmaddwd` with the scale in both halves of each lane.
+#[inline(always)]
+unsafe fn scaled<D: IDot>(dot: __m256i, sc: __m256i) -> __m256i {
+    match D::I16_PAIRS {
+        true => _mm256_madd_epi16(dot, _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16))),
+        false => _mm256_mullo_epi32(dot, sc),
+    }
 }
 
 /// Each column's `sum over sub-blocks s of m_s * bsum_s` for the activations' 16 sums `bs`.
@@ -86,36 +100,6 @@ impl Tiled for Q4K {
             }
             let mut sumi = [_mm256_setzero_si256(); R];
             for g in 0..4 {
-                let (s_lo, s_hi) = (scales(blk, 2 * g), scales(blk, 2 * g + 1));
-                if D::I16_PAIRS {
-                    // Each sub-block's 8 groups of pair sums added in i16 (at most
-                    // 8 x 2 x 15 x 127 = 30 480), widened by a multiply with its scales.
-                    let (mut lo, mut hi) =
-                        ([_mm256_setzero_si256(); R], [_mm256_setzero_si256(); R]);
-                    for c in 0..8 {
-                        let (q_lo, q_hi) = nibbles(blk.add(160 + (8 * g + c) * 32), mask);
-                        for r in 0..R {
-                            let a = acts
-                                .qs
-                                .as_ptr()
-                                .add((r0 + r) * acts.k + b * 256 + 64 * g + 4 * c);
-                            lo[r] = _mm256_add_epi16(lo[r], _mm256_maddubs_epi16(q_lo, group(a)));
-                            hi[r] = _mm256_add_epi16(
-                                hi[r],
-                                _mm256_maddubs_epi16(q_hi, group(a.add(32))),
-                            );
-                        }
-                    }
-                    let (s_lo, s_hi) = (both_halves(s_lo), both_halves(s_hi));
-                    for r in 0..R {
-                        let p = _mm256_add_epi32(
-                            _mm256_madd_epi16(lo[r], s_lo),
-                            _mm256_madd_epi16(hi[r], s_hi),
-                        );
-                        sumi[r] = _mm256_add_epi32(sumi[r], p);
-                    }
-                    continue;
-                }
                 let (mut lo, mut hi) = ([_mm256_setzero_si256(); R], [_mm256_setzero_si256(); R]);
                 for c in 0..8 {
                     let (q_lo, q_hi) = nibbles(blk.add(160 + (8 * g + c) * 32), mask);
@@ -124,15 +108,13 @@ impl Tiled for Q4K {
                             .qs
                             .as_ptr()
                             .add((r0 + r) * acts.k + b * 256 + 64 * g + 4 * c);
-                        lo[r] = D::dot(lo[r], q_lo, group(a));
-                        hi[r] = D::dot(hi[r], q_hi, group(a.add(32)));
+                        lo[r] = sub_dot::<D>(lo[r], q_lo, group(a));
+                        hi[r] = sub_dot::<D>(hi[r], q_hi, group(a.add(32)));
                     }
                 }
+                let (s_lo, s_hi) = (scales(blk, 2 * g), scales(blk, 2 * g + 1));
                 for r in 0..R {
-                    let p = _mm256_add_epi32(
-                        _mm256_mullo_epi32(lo[r], s_lo),
-                        _mm256_mullo_epi32(hi[r], s_hi),
-                    );
+                    let p = _mm256_add_epi32(scaled::<D>(lo[r], s_lo), scaled::<D>(hi[r], s_hi));
                     sumi[r] = _mm256_add_epi32(sumi[r], p);
                 }
             }

@@ -183,7 +183,10 @@ pub(crate) trait Tiled {
     /// Whether [`Self::decode`] and [`Self::tile_decoded`] exist: `run` then decodes a column
     /// tile's value registers once when it has [`DECODE_MIN_ROWS`] rows or more.
     const DECODES: bool = false;
-    /// The 8 value registers of each of the `nb` tile-blocks at `w`, to `out[8 * b..]`.
+    /// Value registers per tile-block that [`Self::decode`] writes (8 for a 32-value block).
+    const REGS: usize = 8;
+    /// The [`Self::REGS`] value registers of each of the `nb` tile-blocks at `w`, to
+    /// `out[REGS * b..]`.
     unsafe fn decode(_w: *const u8, _nb: usize, _out: &mut [__m256i]) {
         unreachable!("decode of a tile kind that does not decode; this is a bug")
     }
@@ -348,7 +351,7 @@ pub(crate) unsafe fn run<K: Tiled, D: IDot, const R: usize>(
         "repacked weights too short; this is a bug"
     );
     let mut vals = match K::DECODES && acts.rows >= DECODE_MIN_ROWS {
-        true => vec![_mm256_setzero_si256(); 8 * acts.blocks()],
+        true => vec![_mm256_setzero_si256(); K::REGS * acts.blocks()],
         false => Vec::new(),
     };
     for t in cols.start / COLS..cols.end.div_ceil(COLS) {

@@ -14,6 +14,12 @@
 //! `ffn_down` shape, `time_the_layouts` (repack_tests), 8 alternated pairs, T=512 medians:
 //! Q4_K 8889 -> 8072 µs, Q6_K 17 837 -> 12 870 µs (a slow phase of this VM; pair ratios 1.10
 //! and 1.54).
+//!
+//! A prefill (8 rows or more) decodes a Q6_K column tile's 6-bit values once for all its row
+//! tiles ([`Tiled::DECODES`], 64 registers per tile-block, 16 KiB at Gemma 3's `k` = 2048):
+//! `time_the_layouts` Q6_K T=512, 4 alternated pairs, medians 15 008 -> 9 088 µs (pair ratios
+//! 1.35-1.84); Gemma 3 prefill 512 (engine bench `--prefill-only --rounds 3`, 3 alternated
+//! runs) medians 527.7 -> 570.2 tok/s.
 
 // Tiles index several parallel arrays with one row index.
 #![allow(clippy::needless_range_loop)]
@@ -176,90 +182,135 @@ unsafe fn q6_values(q: usize, ql_a: __m256i, ql_b: __m256i, qh: __m256i) -> __m2
     _mm256_or_si256(_mm256_and_si256(low, m4), _mm256_and_si256(high, hi2))
 }
 
+/// Value registers of a Q6_K tile-block: 2 halves × 4 quarters × 8 chunks of 4 values.
+const Q6K_REGS: usize = 64;
+
+/// Register `(4n + q) * 8 + l4` of the Q6_K tile-block at `blk`: half `n`, quarter `q`, chunk
+/// `l4` of 8 columns' 6-bit values.
+#[inline(always)]
+unsafe fn q6_register(blk: *const u8, n: usize, q: usize, l4: usize) -> __m256i {
+    let chunk = |at: usize, c: usize| _mm256_loadu_si256(blk.add(at + 32 * c).cast::<__m256i>());
+    q6_values(
+        q,
+        chunk(144, 16 * n + l4),
+        chunk(144, 16 * n + 8 + l4),
+        chunk(1168, 8 * n + l4),
+    )
+}
+
 impl Tiled for Q6K {
     const BYTES: usize = Q6K_TILE_BYTES;
+    /// A prefill decodes the 6-bit values (3 loads, 2 shifts, 2 masks and an or per register)
+    /// once per column tile.
+    const DECODES: bool = true;
+    const REGS: usize = Q6K_REGS;
 
     #[inline(always)]
     unsafe fn tile<D: IDot, const R: usize>(w: *const u8, acts: &Acts, r0: usize) -> [__m256; R] {
-        let nb = acts.blocks();
-        let mut acc = [_mm256_setzero_ps(); R];
-        let chunk = |blk: *const u8, at: usize, c: usize| {
-            _mm256_loadu_si256(blk.add(at + 32 * c).cast::<__m256i>())
-        };
-        for b in 0..nb {
+        q6_tile::<D, R>(w, acts, r0, |blk, _, n, q, l4| q6_register(blk, n, q, l4))
+    }
+
+    #[inline(always)]
+    unsafe fn decode(w: *const u8, nb: usize, out: &mut [__m256i]) {
+        for (b, regs) in out[..Q6K_REGS * nb].chunks_exact_mut(Q6K_REGS).enumerate() {
             let blk = w.add(b * Self::BYTES);
-            if r0 == 0 {
-                super::tiles8::prefetch_ahead(blk, Self::BYTES);
+            for (i, reg) in regs.iter_mut().enumerate() {
+                *reg = q6_register(blk, i / 32, i / 8 % 4, i % 8);
             }
-            let mut sumi = [_mm256_setzero_si256(); R];
-            for n in 0..2 {
-                for q in 0..4 {
-                    // Sub-blocks 8n + 2q (chunks 0..4) and 8n + 2q + 1 (chunks 4..8).
-                    for part in 0..2 {
-                        let values = |l4: usize| {
-                            q6_values(
-                                q,
-                                chunk(blk, 144, 16 * n + l4),
-                                chunk(blk, 144, 16 * n + 8 + l4),
-                                chunk(blk, 1168, 8 * n + l4),
-                            )
-                        };
-                        let at = |r: usize, l4: usize| {
-                            let at = b * 256 + 128 * n + 32 * q + 4 * l4;
-                            group(acts.qs.as_ptr().add((r0 + r) * acts.k + at))
-                        };
-                        // The pair of sub-block 8n + 2q + part.
-                        let pair = scale_pairs(blk, 4 * n + q);
-                        if D::I16_PAIRS {
-                            // Two groups' pair sums added in i16 (at most 2 x 2 x 63 x 127 =
-                            // 32 004), widened by a multiply with the scale in both halves.
-                            let sc = match part {
-                                0 => _mm256_shufflehi_epi16::<0xA0>(
-                                    _mm256_shufflelo_epi16::<0xA0>(pair),
-                                ),
-                                _ => _mm256_shufflehi_epi16::<0xF5>(
-                                    _mm256_shufflelo_epi16::<0xF5>(pair),
-                                ),
-                            };
-                            for l4 in (4 * part..4 * part + 4).step_by(2) {
-                                let (v0, v1) = (values(l4), values(l4 + 1));
-                                for r in 0..R {
-                                    let p = _mm256_add_epi16(
-                                        _mm256_maddubs_epi16(v0, at(r, l4)),
-                                        _mm256_maddubs_epi16(v1, at(r, l4 + 1)),
-                                    );
-                                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, sc));
-                                }
-                            }
-                            continue;
-                        }
-                        let mut s = [_mm256_setzero_si256(); R];
-                        for l4 in 4 * part..4 * part + 4 {
-                            let v = values(l4);
-                            for r in 0..R {
-                                s[r] = D::dot(s[r], v, at(r, l4));
-                            }
-                        }
-                        // Its i16 half sign-extended.
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn tile_decoded<D: IDot, const R: usize>(
+        w: *const u8,
+        vals: &[__m256i],
+        acts: &Acts,
+        r0: usize,
+    ) -> [__m256; R] {
+        let vals = vals.as_ptr();
+        q6_tile::<D, R>(w, acts, r0, |_, b, n, q, l4| {
+            vals.add(Q6K_REGS * b + (4 * n + q) * 8 + l4).read()
+        })
+    }
+}
+
+/// [`Tiled::tile`] of Q6_K, the value register of block `b`, half `n`, quarter `q`, chunk
+/// `l4` from `values(blk, b, n, q, l4)`.
+#[inline(always)]
+unsafe fn q6_tile<D: IDot, const R: usize>(
+    w: *const u8,
+    acts: &Acts,
+    r0: usize,
+    values: impl Fn(*const u8, usize, usize, usize, usize) -> __m256i,
+) -> [__m256; R] {
+    let nb = acts.blocks();
+    let mut acc = [_mm256_setzero_ps(); R];
+    for b in 0..nb {
+        let blk = w.add(b * Q6K::BYTES);
+        if r0 == 0 {
+            super::tiles8::prefetch_ahead(blk, Q6K::BYTES);
+        }
+        let mut sumi = [_mm256_setzero_si256(); R];
+        for n in 0..2 {
+            for q in 0..4 {
+                // Sub-blocks 8n + 2q (chunks 0..4) and 8n + 2q + 1 (chunks 4..8).
+                for part in 0..2 {
+                    let values = |l4: usize| values(blk, b, n, q, l4);
+                    let at = |r: usize, l4: usize| {
+                        let at = b * 256 + 128 * n + 32 * q + 4 * l4;
+                        group(acts.qs.as_ptr().add((r0 + r) * acts.k + at))
+                    };
+                    // The pair of sub-block 8n + 2q + part.
+                    let pair = scale_pairs(blk, 4 * n + q);
+                    if D::I16_PAIRS {
+                        // Two groups' pair sums added in i16 (at most 2 x 2 x 63 x 127 =
+                        // 32 004), widened by a multiply with the scale in both halves.
                         let sc = match part {
-                            0 => _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16),
-                            _ => _mm256_srai_epi32(pair, 16),
+                            0 => {
+                                _mm256_shufflehi_epi16::<0xA0>(_mm256_shufflelo_epi16::<0xA0>(pair))
+                            }
+                            _ => {
+                                _mm256_shufflehi_epi16::<0xF5>(_mm256_shufflelo_epi16::<0xF5>(pair))
+                            }
                         };
-                        for r in 0..R {
-                            sumi[r] = _mm256_add_epi32(sumi[r], _mm256_mullo_epi32(s[r], sc));
+                        for l4 in (4 * part..4 * part + 4).step_by(2) {
+                            let (v0, v1) = (values(l4), values(l4 + 1));
+                            for r in 0..R {
+                                let p = _mm256_add_epi16(
+                                    _mm256_maddubs_epi16(v0, at(r, l4)),
+                                    _mm256_maddubs_epi16(v1, at(r, l4 + 1)),
+                                );
+                                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, sc));
+                            }
                         }
+                        continue;
+                    }
+                    let mut s = [_mm256_setzero_si256(); R];
+                    for l4 in 4 * part..4 * part + 4 {
+                        let v = values(l4);
+                        for r in 0..R {
+                            s[r] = D::dot(s[r], v, at(r, l4));
+                        }
+                    }
+                    // Its i16 half sign-extended.
+                    let sc = match part {
+                        0 => _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16),
+                        _ => _mm256_srai_epi32(pair, 16),
+                    };
+                    for r in 0..R {
+                        sumi[r] = _mm256_add_epi32(sumi[r], _mm256_mullo_epi32(s[r], sc));
                     }
                 }
             }
-            let d = _mm256_cvtph_ps(_mm_loadu_si128(blk.cast()));
-            for r in 0..R {
-                let i = (r0 + r) * nb + b;
-                let offset = scale_sum(blk, acts.bsums.as_ptr().add(i * 16));
-                let sumi = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(offset, 5));
-                let da = _mm256_set1_ps(*acts.d.get_unchecked(i));
-                acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(sumi), acc[r]);
-            }
         }
-        acc
+        let d = _mm256_cvtph_ps(_mm_loadu_si128(blk.cast()));
+        for r in 0..R {
+            let i = (r0 + r) * nb + b;
+            let offset = scale_sum(blk, acts.bsums.as_ptr().add(i * 16));
+            let sumi = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(offset, 5));
+            let da = _mm256_set1_ps(*acts.d.get_unchecked(i));
+            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(sumi), acc[r]);
+        }
     }
+    acc
 }

@@ -360,19 +360,13 @@ pub(crate) unsafe fn run<K: Tiled, D: IDot, const R: usize>(
         let mut r0 = 0;
         if !vals.is_empty() {
             K::decode(wt, acts.blocks(), &mut vals);
-            while r0 + R <= acts.rows {
-                store(
-                    out,
-                    r0,
-                    c0,
-                    &cols,
-                    &K::tile_decoded::<D, R>(wt, &vals, acts, r0),
-                );
-                r0 += R;
-            }
         }
         while r0 + R <= acts.rows {
-            store(out, r0, c0, &cols, &K::tile::<D, R>(wt, acts, r0));
+            let tile = match vals.is_empty() {
+                true => K::tile::<D, R>(wt, acts, r0),
+                false => K::tile_decoded::<D, R>(wt, &vals, acts, r0),
+            };
+            store(out, r0, c0, &cols, &tile);
             r0 += R;
         }
         // The remainder in one tile, so the weights are unpacked once for a decode's rows.

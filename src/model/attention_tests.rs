@@ -107,8 +107,38 @@ fn tiled_attention_matches_a_plain_softmax_and_chunks_change_no_bit() {
             window: None,
         },
     ];
+    // The same keys as a cache keeps them in transposed blocks (`key_at`).
+    let kb = key_block(hd);
+    let blocks = t.div_ceil(kb);
+    let mut kept = vec![0f32; dims.kv_heads * blocks * kb * hd];
+    for g in 0..dims.kv_heads {
+        for p in 0..t {
+            for d in 0..hd {
+                let block = (g * blocks + p / kb) * kb * hd;
+                kept[block + key_at(hd, p % kb, d)] = k[(g * t + p) * hd + d];
+            }
+        }
+    }
+    let kv_kept = KvSlices {
+        key_blocks: Some(KeyBlocks {
+            data: &kept,
+            kb,
+            blocks,
+        }),
+        ..kv
+    };
     for sc in scorings {
         let whole = run_rows(dims, sc, &q, kv, 0..t);
+        assert_eq!(
+            run_rows(dims, sc, &q, kv_kept, 0..t),
+            whole,
+            "{sc:?} kept keys"
+        );
+        assert_eq!(
+            run_rows(dims, sc, &q, kv_kept, t - 1..t),
+            whole[(t - 1) * dims.heads * hd..],
+            "{sc:?} kept keys, last row"
+        );
         let seg = SegmentRows {
             start: 0,
             len: t,
@@ -168,6 +198,24 @@ fn wide_loops_give_the_portable_loops_bits() {
             capacity: cap,
             key_blocks: None,
         };
+        let blocks = cap.div_ceil(kb);
+        let mut kept = vec![0f32; kv_heads * blocks * kb * hd];
+        for g in 0..kv_heads {
+            for p in 0..cap {
+                for d in 0..hd {
+                    let block = (g * blocks + p / kb) * kb * hd;
+                    kept[block + key_at(hd, p % kb, d)] = k[(g * cap + p) * hd + d];
+                }
+            }
+        }
+        let kv_kept = KvSlices {
+            key_blocks: Some(KeyBlocks {
+                data: &kept,
+                kb,
+                blocks,
+            }),
+            ..kv
+        };
         let seg = SegmentRows {
             start: 0,
             len: t,
@@ -181,7 +229,7 @@ fn wide_loops_give_the_portable_loops_bits() {
                 divisor: 0.25,
             },
         ] {
-            let run = |wide| {
+            let run = |wide, kv| {
                 let mut out = vec![0f32; q.len()];
                 let tiling = tiled::Tiling {
                     parallel: false,
@@ -191,11 +239,14 @@ fn wide_loops_give_the_portable_loops_bits() {
                 tiled::attend_tiled(dims, sc, &q, &[(seg, kv)], &mut out, tiling);
                 out
             };
-            assert_eq!(
-                run(true),
-                run(false),
-                "{heads}/{kv_heads} heads of {hd}, {sc:?}"
-            );
+            let portable = run(false, kv);
+            for (kv, keys) in [(kv, "own"), (kv_kept, "kept")] {
+                assert_eq!(
+                    run(true, kv),
+                    portable,
+                    "{heads}/{kv_heads} heads of {hd}, {sc:?}, {keys} keys"
+                );
+            }
         }
     }
 }

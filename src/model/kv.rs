@@ -44,8 +44,9 @@ pub struct KvCache {
 }
 
 /// Every layer's keys in blocks of `kb` positions (block `b` holds positions `b*kb..`), each
-/// block transposed to `[head_dim, kb]`: per layer `[kv_heads, blocks, head_dim, kb]`, written
-/// with the keys. Positions past the length hold stale values, never read.
+/// block transposed in groups of 16 keys ([`super::attention::key_at`]): per layer
+/// `[kv_heads, blocks, kb / 16, head_dim, 16]`, written with the keys. Positions past the
+/// length hold stale values, never read.
 struct KeyBlocks {
     kb: usize,
     layers: Vec<RwLock<Vec<f32>>>,
@@ -84,8 +85,8 @@ impl KvCache {
     /// attention (nothing on other devices). For a fresh cache, before anything is written.
     pub(crate) fn keep_key_blocks(&mut self, kb: usize) {
         assert!(
-            kb > 0 && self.len == 0,
-            "key blocks for a used cache; this is a bug"
+            kb > 0 && kb.is_multiple_of(super::attention::KEY_GROUP) && self.len == 0,
+            "key blocks of {kb} keys or for a used cache; this is a bug"
         );
         if self.device.is_cpu() {
             let floats = self.key_block_floats(kb, self.capacity);
@@ -287,9 +288,9 @@ fn scatter(blocks: &mut [f32], keys: &[f32], pos: usize, capacity: usize, kb: us
     for g in 0..s.kv_heads {
         for i in 0..n {
             let p = pos + i;
-            let at = g * per_head + (p / kb) * kb * hd + p % kb;
+            let at = g * per_head + (p / kb) * kb * hd;
             for (d, &x) in keys[(g * n + i) * hd..][..hd].iter().enumerate() {
-                blocks[at + d * kb] = x;
+                blocks[at + super::attention::key_at(hd, p % kb, d)] = x;
             }
         }
     }

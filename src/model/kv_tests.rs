@@ -66,7 +66,8 @@ fn from_blocks(c: &KvCache, layer: usize) -> Vec<f32> {
     for g in 0..s.kv_heads {
         for p in 0..len {
             for d in 0..s.head_dim {
-                let at = ((g * b.blocks + p / b.kb) * s.head_dim + d) * b.kb + p % b.kb;
+                let block = (g * b.blocks + p / b.kb) * s.head_dim * b.kb;
+                let at = block + crate::model::attention::key_at(s.head_dim, p % b.kb, d);
                 out.push(b.data[at]);
             }
         }
@@ -77,11 +78,11 @@ fn from_blocks(c: &KvCache, layer: usize) -> Vec<f32> {
 #[test]
 fn key_blocks_hold_the_keys_through_writes_growth_and_rollback() {
     let mut c = KvCache::new(shape(), 3, &Device::Cpu).unwrap();
-    c.keep_key_blocks(2);
+    c.keep_key_blocks(32);
     let bytes_plain = 2 * 2 * 2 * 3 * 4 * 4;
     assert_eq!(
         c.bytes(),
-        bytes_plain + 2 * 2 * 4 * 4 * 4,
+        bytes_plain + 2 * 2 * 32 * 4 * 4,
         "blocks round capacity up"
     );
     let check = |c: &KvCache| {
@@ -91,7 +92,8 @@ fn key_blocks_hold_the_keys_through_writes_growth_and_rollback() {
             assert_eq!(from_blocks(c, l), want, "layer {l} at {} tokens", c.len());
         }
     };
-    for (n, base) in [(3, 0.0), (1, 50.0), (5, 100.0)] {
+    // Across groups of 16 and blocks of 32 keys.
+    for (n, base) in [(3, 0.0), (1, 50.0), (14, 100.0), (20, 200.0), (21, 300.0)] {
         c.reserve(n).unwrap();
         for l in 0..2 {
             c.write(l, &block(n, base + l as f32), &block(n, 0.0))
@@ -100,7 +102,7 @@ fn key_blocks_hold_the_keys_through_writes_growth_and_rollback() {
         c.advance(n);
         check(&c);
     }
-    c.truncate(4);
+    c.truncate(37);
     c.reserve(2).unwrap();
     for l in 0..2 {
         c.write(l, &block(2, -7.0), &block(2, 0.0)).unwrap();

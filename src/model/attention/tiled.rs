@@ -12,7 +12,7 @@
 //! So a token's output is bit-identical whether its prompt arrives whole or in chunks, alone or
 //! batched.
 
-use super::{Dims, KvSlices, Scoring, SegmentRows};
+use super::{key_at, Dims, KvSlices, Scoring, SegmentRows, KEY_GROUP};
 use crate::model::vmath::exp_nonpositive;
 use rayon::prelude::*;
 use std::ops::Range;
@@ -199,9 +199,9 @@ fn unit(job: &Job) -> Vec<f32> {
             }
         };
         if wide {
-            wide_score_block(&qv, kt, hd, &mut scores);
+            wide_score_block(&qv, kt, hd, n, &mut scores);
         } else {
-            score_block(&qv, kt, hd, &mut scores);
+            score_block(&qv, kt, hd, n, &mut scores);
         }
         for i in u.rows.clone() {
             let pos = s.pos + i;
@@ -242,7 +242,7 @@ fn unit(job: &Job) -> Vec<f32> {
 use super::wide::{add_weighted as wide_add_weighted, score_block as wide_score_block};
 
 #[cfg(not(target_arch = "x86_64"))]
-fn wide_score_block(_: &[&[f32]], _: &[f32], _: usize, _: &mut [f32]) {
+fn wide_score_block(_: &[&[f32]], _: &[f32], _: usize, _: usize, _: &mut [f32]) {
     unreachable!("512-bit attention off x86-64; this is a bug")
 }
 
@@ -251,50 +251,53 @@ fn wide_add_weighted(_: &mut [f32], _: usize, _: usize, _: &[f32], _: Range<usiz
     unreachable!("512-bit attention off x86-64; this is a bug")
 }
 
-/// Keys `[n, hd]` into `kt[hd, kb]` (columns past n keep stale values, never used).
+/// Keys `[n, hd]` into a transposed block `kt` as a cache keeps them ([`key_at`]; keys past
+/// n keep stale values, never used).
 #[inline(always)]
 fn transpose(keys: &[f32], hd: usize, kt: &mut [f32]) {
-    let kb = kt.len() / hd;
     for (k, key) in keys.chunks_exact(hd).enumerate() {
         for (d, &x) in key.iter().enumerate() {
-            kt[d * kb + k] = x;
+            kt[key_at(hd, k, d)] = x;
         }
     }
 }
 
-/// `w[v, k] = q_v · key k` for every query vector `v` and key of the block: each a sequential
-/// fused multiply-add over the head dimension. Register tiles of 4 vectors × 16 keys, so each
-/// load of 16 keys' element serves 4 vectors, the rest one tile of 1 to 3 (vectorised across
-/// keys; the tile's shape changes no bits: every lane is one vector and key summed in element
-/// order).
+/// `w[v, k] = q_v · key k` for every query vector `v` and each of the block's first `n` keys
+/// (in groups of 16: the block's last, partial group is scored whole, the keys past its end
+/// never read), each a sequential fused multiply-add over the head dimension. Register tiles
+/// of 4 vectors × 16 keys, so each load of 16 keys' element serves 4 vectors, the rest one tile
+/// of 1 to 3 (vectorised across keys; the tile's shape changes no bits: every lane is one
+/// vector and key summed in element order).
 #[inline(always)]
-fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
+fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, n: usize, w: &mut [f32]) {
     let kb = kt.len() / hd;
     let mut v = 0;
     while v + 4 <= qv.len() {
-        score_tile::<4>(&qv[v..v + 4], kt, hd, &mut w[v * kb..(v + 4) * kb]);
+        score_tile::<4>(&qv[v..v + 4], kt, hd, n, &mut w[v * kb..(v + 4) * kb]);
         v += 4;
     }
     // The rest in one tile (a decode row of a 3-head group is one tile of 3, not three of 1).
     let w = &mut w[v * kb..qv.len() * kb];
     match qv.len() - v {
-        3 => score_tile::<3>(&qv[v..], kt, hd, w),
-        2 => score_tile::<2>(&qv[v..], kt, hd, w),
-        1 => score_tile::<1>(&qv[v..], kt, hd, w),
+        3 => score_tile::<3>(&qv[v..], kt, hd, n, w),
+        2 => score_tile::<2>(&qv[v..], kt, hd, n, w),
+        1 => score_tile::<1>(&qv[v..], kt, hd, n, w),
         _ => {}
     }
 }
 
-/// [`score_block`] for `Q` query vectors, 16 keys at a time.
+/// [`score_block`] for `Q` query vectors, 16 keys at a time, up to the group holding key `n - 1`.
 #[inline(always)]
-fn score_tile<const Q: usize>(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
-    const KEYS: usize = 16;
+fn score_tile<const Q: usize>(qv: &[&[f32]], kt: &[f32], hd: usize, n: usize, w: &mut [f32]) {
+    const KEYS: usize = KEY_GROUP;
     let q: [&[f32]; Q] = std::array::from_fn(|j| &qv[j][..hd]);
     let kb = kt.len() / hd;
-    for k0 in (0..kb).step_by(KEYS) {
+    for k0 in (0..n.min(kb)).step_by(KEYS) {
         let mut acc = [[0f32; KEYS]; Q];
+        // The group of keys k0.. ([`key_at`]), one element of its 16 keys after another.
+        let group = &kt[k0 * hd..][..hd * KEYS];
         for d in 0..hd {
-            let row: &[f32; KEYS] = kt[d * kb + k0..][..KEYS].try_into().unwrap();
+            let row: &[f32; KEYS] = group[d * KEYS..][..KEYS].try_into().unwrap();
             for (a, q) in acc.iter_mut().zip(&q) {
                 let qd = q[d];
                 for (x, &k) in a.iter_mut().zip(row) {

@@ -13,9 +13,9 @@ pub(super) fn available() -> bool {
     is_x86_feature_detected!("avx512f")
 }
 
-/// `w[v, k] = q_v · key k` for every query vector `v` and key of the block `kt[hd, kb]`
-/// (`kb` a multiple of 16), as [`super::tiled`]'s `score_block`.
-pub(super) fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
+/// `w[v, k] = q_v · key k` for every query vector `v` and the first `n` keys (in groups of 16)
+/// of the transposed block `kt` (`kb` a multiple of 16, groups as [`super::key_at`]), as [`super::tiled`]'s `score_block`.
+pub(super) fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, n: usize, w: &mut [f32]) {
     let kb = kt.len() / hd;
     assert!(
         available() && kb.is_multiple_of(16) && kt.len() == hd * kb && w.len() >= qv.len() * kb,
@@ -25,38 +25,46 @@ pub(super) fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
         qv.iter().all(|q| q.len() >= hd),
         "short query vector; this is a bug"
     );
+    // The keys scored: whole groups of 16 up to the one holding key `n - 1`.
+    let lim = n.min(kb).next_multiple_of(16);
     let mut v = 0;
     // SAFETY: AVX-512F is present, and every pointer the tiles form stays inside `qv[..][..hd]`,
     // `kt` and `w[..qv.len() * kb]` (asserted above).
     unsafe {
         while v + 8 <= qv.len() {
-            score_tile::<8>(&qv[v..v + 8], kt, hd, &mut w[v * kb..]);
+            score_tile::<8>(&qv[v..v + 8], kt, hd, lim, &mut w[v * kb..]);
             v += 8;
         }
         while v + 4 <= qv.len() {
-            score_tile::<4>(&qv[v..v + 4], kt, hd, &mut w[v * kb..]);
+            score_tile::<4>(&qv[v..v + 4], kt, hd, lim, &mut w[v * kb..]);
             v += 4;
         }
         let w = &mut w[v * kb..];
         match qv.len() - v {
-            3 => score_tile::<3>(&qv[v..], kt, hd, w),
-            2 => score_tile::<2>(&qv[v..], kt, hd, w),
-            1 => score_tile::<1>(&qv[v..], kt, hd, w),
+            3 => score_tile::<3>(&qv[v..], kt, hd, lim, w),
+            2 => score_tile::<2>(&qv[v..], kt, hd, lim, w),
+            1 => score_tile::<1>(&qv[v..], kt, hd, lim, w),
             _ => {}
         }
     }
 }
 
-/// [`score_block`] for `Q` query vectors: 32 keys at a time, then 16.
+/// [`score_block`] for `Q` query vectors and keys `0..lim` (a multiple of 16 within the
+/// block): 32 keys at a time, then 16.
 #[target_feature(enable = "avx512f")]
-unsafe fn score_tile<const Q: usize>(qv: &[&[f32]], kt: &[f32], hd: usize, w: &mut [f32]) {
-    let kb = kt.len() / hd;
+unsafe fn score_tile<const Q: usize>(
+    qv: &[&[f32]],
+    kt: &[f32],
+    hd: usize,
+    lim: usize,
+    w: &mut [f32],
+) {
     let mut k0 = 0;
-    while k0 + 32 <= kb {
+    while k0 + 32 <= lim {
         score_keys::<Q, 2>(qv, kt, hd, k0, w);
         k0 += 32;
     }
-    if k0 < kb {
+    if k0 < lim {
         score_keys::<Q, 1>(qv, kt, hd, k0, w);
     }
 }
@@ -73,16 +81,19 @@ unsafe fn score_keys<const Q: usize, const Z: usize>(
     let kb = kt.len() / hd;
     let q: [*const f32; Q] = std::array::from_fn(|j| qv[j].as_ptr());
     let mut acc = [[_mm512_setzero_ps(); Z]; Q];
-    let mut row = kt.as_ptr().add(k0);
+    // Keys k0.. are whole groups of 16 ([`super::key_at`]): group z's element d at z * hd * 16
+    // + d * 16.
+    const { assert!(super::KEY_GROUP == 16) };
+    let mut row = kt.as_ptr().add(k0 * hd);
     for d in 0..hd {
-        let keys: [__m512; Z] = std::array::from_fn(|z| _mm512_loadu_ps(row.add(16 * z)));
+        let keys: [__m512; Z] = std::array::from_fn(|z| _mm512_loadu_ps(row.add(z * hd * 16)));
         for (a, q) in acc.iter_mut().zip(&q) {
             let qd = _mm512_set1_ps(*q.add(d));
             for (x, &k) in a.iter_mut().zip(&keys) {
                 *x = _mm512_fmadd_ps(qd, k, *x);
             }
         }
-        row = row.add(kb);
+        row = row.add(16);
     }
     for (j, a) in acc.iter().enumerate() {
         for (z, &x) in a.iter().enumerate() {

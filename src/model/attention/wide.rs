@@ -14,7 +14,8 @@ pub(super) fn available() -> bool {
 }
 
 /// `w[v, k] = q_v · key k` for every query vector `v` and the first `n` keys (in groups of 16)
-/// of the transposed block `kt` (`kb` a multiple of 16, groups as [`super::key_at`]), as [`super::tiled`]'s `score_block`.
+/// of the transposed block `kt` (`kb` a multiple of 16, groups as [`super::key_at`]), as
+/// [`super::tiled`]'s `score_block`.
 pub(super) fn score_block(qv: &[&[f32]], kt: &[f32], hd: usize, n: usize, w: &mut [f32]) {
     let kb = kt.len() / hd;
     assert!(

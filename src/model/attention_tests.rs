@@ -35,6 +35,35 @@ fn reference(dims: Dims, sc: Scoring, q: &[f32], s: SegmentRows, kv: &KvSlices) 
 }
 
 /// Deterministic values in [-1, 1).
+/// `kv`'s keys (`[kv_heads, capacity, hd]`) as a cache keeps them in transposed blocks of `kb`
+/// keys ([`key_at`]).
+fn kept_blocks(kv: &KvSlices, kv_heads: usize, hd: usize, kb: usize) -> Vec<f32> {
+    let (cap, blocks) = (kv.capacity, kv.capacity.div_ceil(kb));
+    let mut kept = vec![0f32; kv_heads * blocks * kb * hd];
+    for g in 0..kv_heads {
+        for p in 0..cap {
+            for d in 0..hd {
+                let block = (g * blocks + p / kb) * kb * hd;
+                kept[block + key_at(hd, p % kb, d)] = kv.k[(g * cap + p) * hd + d];
+            }
+        }
+    }
+    kept
+}
+
+/// `kv` with the key blocks `kept` ([`kept_blocks`]).
+fn with_kept<'a>(kv: KvSlices<'a>, kept: &'a [f32], kb: usize) -> KvSlices<'a> {
+    let blocks = kv.capacity.div_ceil(kb);
+    KvSlices {
+        key_blocks: Some(KeyBlocks {
+            data: kept,
+            kb,
+            blocks,
+        }),
+        ..kv
+    }
+}
+
 fn noise(n: usize, seed: u32) -> Vec<f32> {
     let mut x = seed.wrapping_mul(2654435761).max(1);
     (0..n)
@@ -107,26 +136,10 @@ fn tiled_attention_matches_a_plain_softmax_and_chunks_change_no_bit() {
             window: None,
         },
     ];
-    // The same keys as a cache keeps them in transposed blocks (`key_at`).
+    // The same keys as a cache keeps them in transposed blocks.
     let kb = key_block(hd);
-    let blocks = t.div_ceil(kb);
-    let mut kept = vec![0f32; dims.kv_heads * blocks * kb * hd];
-    for g in 0..dims.kv_heads {
-        for p in 0..t {
-            for d in 0..hd {
-                let block = (g * blocks + p / kb) * kb * hd;
-                kept[block + key_at(hd, p % kb, d)] = k[(g * t + p) * hd + d];
-            }
-        }
-    }
-    let kv_kept = KvSlices {
-        key_blocks: Some(KeyBlocks {
-            data: &kept,
-            kb,
-            blocks,
-        }),
-        ..kv
-    };
+    let kept = kept_blocks(&kv, dims.kv_heads, hd, kb);
+    let kv_kept = with_kept(kv, &kept, kb);
     for sc in scorings {
         let whole = run_rows(dims, sc, &q, kv, 0..t);
         assert_eq!(
@@ -198,24 +211,8 @@ fn wide_loops_give_the_portable_loops_bits() {
             capacity: cap,
             key_blocks: None,
         };
-        let blocks = cap.div_ceil(kb);
-        let mut kept = vec![0f32; kv_heads * blocks * kb * hd];
-        for g in 0..kv_heads {
-            for p in 0..cap {
-                for d in 0..hd {
-                    let block = (g * blocks + p / kb) * kb * hd;
-                    kept[block + key_at(hd, p % kb, d)] = k[(g * cap + p) * hd + d];
-                }
-            }
-        }
-        let kv_kept = KvSlices {
-            key_blocks: Some(KeyBlocks {
-                data: &kept,
-                kb,
-                blocks,
-            }),
-            ..kv
-        };
+        let kept = kept_blocks(&kv, kv_heads, hd, kb);
+        let kv_kept = with_kept(kv, &kept, kb);
         let seg = SegmentRows {
             start: 0,
             len: t,

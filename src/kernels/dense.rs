@@ -14,11 +14,12 @@
 //! ([`super::matmul`]); inside a chunk the level's kernel ([`super::dense_x86`]) walks blocks of
 //! tokens and, per block, register tiles of row groups × tokens.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::matmul::OutPtr;
+use super::matmul::{as_uninit, OutPtr};
 use super::{pool, Level};
 
 /// Below this many multiply-adds (T × n × k) a matmul runs on the calling thread only.
@@ -149,11 +150,21 @@ impl HalfMatrix {
     pub fn matmul(&self, x: &[f32], t: usize, out: &mut [f32]) {
         matmul_at(super::level(), self, x, t, out)
     }
+
+    /// [`Self::matmul`] into a buffer not yet written (every element is written once).
+    pub(crate) fn matmul_uninit(&self, x: &[f32], t: usize, out: &mut [MaybeUninit<f32>]) {
+        matmul_uninit_at(super::level(), self, x, t, out)
+    }
 }
 
 /// `out[T, n] = x[T, k] · Wᵀ` at kernel level `lvl` (tests compare levels side by side).
 /// Panics if the CPU lacks `lvl` or the slices are not `T × k` and `T × n`.
 pub fn matmul_at(lvl: Level, w: &HalfMatrix, x: &[f32], t: usize, out: &mut [f32]) {
+    matmul_uninit_at(lvl, w, x, t, as_uninit(out))
+}
+
+/// [`matmul_at`] into a buffer not yet written: every element of `out` is written once.
+fn matmul_uninit_at(lvl: Level, w: &HalfMatrix, x: &[f32], t: usize, out: &mut [MaybeUninit<f32>]) {
     assert!(
         lvl.available(),
         "kernel level {lvl} is not available on this CPU"

@@ -46,6 +46,7 @@ mod tiles8k;
 
 use std::borrow::Cow;
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -349,8 +350,9 @@ impl QMatrix {
         })
     }
 
-    /// `out[T, n] = x[T, k] · Wᵀ`; `x.len()` must be `T * k` and `out.len()` `T * n`.
-    pub(crate) fn matmul(&self, x: &[f32], t: usize, out: &mut [f32]) {
-        matmul::matmul_at(level(), self, x, t, out)
+    /// `out[T, n] = x[T, k] · Wᵀ` into a buffer not yet written (every element is written
+    /// once); `x.len()` must be `T * k` and `out.len()` `T * n`.
+    pub(crate) fn matmul_uninit(&self, x: &[f32], t: usize, out: &mut [MaybeUninit<f32>]) {
+        matmul::matmul_uninit_at(level(), self, x, t, out)
     }
 }

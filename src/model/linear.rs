@@ -4,6 +4,7 @@
 //! kernels ([`crate::kernels::dense`]), other dense matrices (f32; any on a GPU) through
 //! candle's gemm; activations are f32 on every path; optional bias.
 
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use candle_core::quantized::{QMatMul, QTensor};
@@ -11,6 +12,7 @@ use candle_core::{DType, Device, Module, Storage, Tensor};
 
 use crate::config::WeightDType;
 use crate::kernels::dense::{HalfMatrix, HalfType};
+use crate::kernels::matmul::filled;
 use crate::kernels::{QMatrix, QType};
 
 /// How a matrix is stored.
@@ -83,8 +85,10 @@ impl Linear {
     /// Applies the layer to `x` `[T, in]`.
     pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let y = match &self.weight {
-            Weight::Kernel(m) => cpu_forward(x, m.k(), m.n(), |xs, t, out| m.matmul(xs, t, out))?,
-            Weight::Half(m) => cpu_forward(x, m.k(), m.n(), |xs, t, out| m.matmul(xs, t, out))?,
+            Weight::Kernel(m) => {
+                cpu_forward(x, m.k(), m.n(), |xs, t, o| m.matmul_uninit(xs, t, o))?
+            }
+            Weight::Half(m) => cpu_forward(x, m.k(), m.n(), |xs, t, o| m.matmul_uninit(xs, t, o))?,
             Weight::Quant(q) => q.forward(x)?,
             Weight::Dense(w) if w.dtype() == DType::F32 => x.matmul(&w.t()?)?,
             Weight::Dense(w) => x
@@ -241,7 +245,7 @@ fn cpu_forward(
     x: &Tensor,
     k: usize,
     n: usize,
-    run: impl FnOnce(&[f32], usize, &mut [f32]),
+    run: impl FnOnce(&[f32], usize, &mut [MaybeUninit<f32>]),
 ) -> candle_core::Result<Tensor> {
     let x = x.to_dtype(DType::F32)?.contiguous()?;
     let mut dims = x.dims().to_vec();
@@ -249,15 +253,14 @@ fn cpu_forward(
         candle_core::bail!("linear: input {:?} does not end in {k} features", x.shape());
     }
     let t = x.elem_count() / k;
-    let mut out = vec![0f32; t * n];
-    {
-        let (storage, layout) = x.storage_and_layout();
-        let Storage::Cpu(cpu) = &*storage else {
-            candle_core::bail!("linear: quantized kernel weights need CPU input");
-        };
-        let xs = &cpu.as_slice::<f32>()?[layout.start_offset()..][..t * k];
-        run(xs, t, &mut out);
-    }
+    let (storage, layout) = x.storage_and_layout();
+    let Storage::Cpu(cpu) = &*storage else {
+        candle_core::bail!("linear: quantized kernel weights need CPU input");
+    };
+    let xs = &cpu.as_slice::<f32>()?[layout.start_offset()..][..t * k];
+    // SAFETY: the kernels' matmuls write every element of their output.
+    let out = unsafe { filled(t * n, |out| run(xs, t, out)) };
+    drop(storage);
     *dims.last_mut().expect("dims end in k") = n;
     Tensor::from_vec(out, dims, x.device())
 }

@@ -3,11 +3,14 @@
 //! or two), `act(gate) * up` in one pass over the stacked output (rows in parallel), and
 //! helpers to read a CPU tensor's f32 data in place.
 
+use std::mem::MaybeUninit;
+
 use candle_core::{CpuStorage, Storage, Tensor};
 use rayon::prelude::*;
 
 use super::linear::Linear;
 use super::vmath;
+use crate::kernels::matmul::filled;
 
 /// The q, k and v projections: one stacked matmul (`[T, q + k + v]`) when our kernels allow.
 pub(crate) enum Qkv {
@@ -50,20 +53,50 @@ pub enum Act {
 }
 
 impl Act {
-    /// `out[i] = act(g[i]) * u[i]`, one loop per activation ([`vmath`]: GELU's vectorises,
-    /// SiLU's calls libm's exponential).
-    fn gate(self, g: &[f32], u: &[f32], out: &mut [f32]) {
+    /// `out[i] = act(g[i]) * u[i]` (every element of `out` written), one loop per activation
+    /// ([`vmath`]: both vectorise).
+    fn gate(self, g: &[f32], u: &[f32], out: &mut [MaybeUninit<f32>]) {
+        assert!(
+            g.len() == out.len() && u.len() == out.len(),
+            "gate: lengths differ"
+        );
         let it = out.iter_mut().zip(g.iter().zip(u));
         match self {
-            Self::Silu => it.for_each(|(o, (&g, &u))| *o = vmath::silu(g) * u),
-            Self::GeluTanh => it.for_each(|(o, (&g, &u))| *o = vmath::gelu_tanh(g) * u),
+            Self::Silu => it.for_each(|(o, (&g, &u))| _ = o.write(vmath::silu(g) * u)),
+            Self::GeluTanh => it.for_each(|(o, (&g, &u))| _ = o.write(vmath::gelu_tanh(g) * u)),
+        }
+    }
+
+    /// `act(gate) * up` of every row of `gu` (`[T, 2 ff]`, each row's gate then its up) into
+    /// `out` (`[T, ff]`, every element written), in pieces across the pool when more than one.
+    fn gate_rows(self, gu: &[f32], ff: usize, out: &mut [MaybeUninit<f32>]) {
+        assert_eq!(
+            gu.len(),
+            2 * out.len(),
+            "gate: gate/up is not twice the output"
+        );
+        let parallel = out.len() > GATE_CHUNK;
+        let rows = out.chunks_exact_mut(ff).zip(gu.chunks_exact(2 * ff));
+        // Every row's (piece of output, gate, up) pieces.
+        let pieces = rows.flat_map(|(o, gu)| {
+            let (g, u) = gu.split_at(ff);
+            let gu = g.chunks(GATE_CHUNK).zip(u.chunks(GATE_CHUNK));
+            o.chunks_mut(GATE_CHUNK).zip(gu)
+        });
+        if parallel {
+            let pieces: Vec<_> = pieces.collect();
+            pieces
+                .into_par_iter()
+                .for_each(|(o, (g, u))| self.gate(g, u, o));
+        } else {
+            pieces.for_each(|(o, (g, u))| self.gate(g, u, o));
         }
     }
 }
 
 /// Gate elements per parallel piece of a step's activation, and below how many elements in all
-/// it runs on one thread. A decode step's rows are split too (SiLU's scalar exponential is no
-/// small share of a step of 1-3 rows; it ran on one thread below 32 768 elements before).
+/// it runs on one thread. A decode step's rows are split too (SiLU's then scalar exponential was
+/// no small share of a step of 1-3 rows; it ran on one thread below 32 768 elements before).
 /// Engine bench `--decode-only 3 --decode 128` (default model, 2 threads, Zen 3), 3 alternated
 /// pairs, best of 3 rounds: 262.9 / 268.3 / 255.2 -> 304.0 / 274.3 / 266.5 tok/s; one sequence
 /// 137.3 / 115.3 / 123.4 -> 122.8 / 114.3 / 124.5 (within this machine's noise).
@@ -116,22 +149,9 @@ impl GateUp {
                 let gu = f.forward(h)?;
                 let (t, two_f) = gu.dims2()?;
                 let ff = two_f / 2;
-                let out = with_f32(&gu, |gu| {
-                    let mut out = vec![0f32; t * ff];
-                    let rows = out.chunks_exact_mut(ff).zip(gu.chunks_exact(two_f));
-                    // Every row's (piece of output, gate, up) pieces.
-                    let pieces = rows.flat_map(|(o, gu)| {
-                        let (g, u) = gu.split_at(ff);
-                        let gu = g.chunks(GATE_CHUNK).zip(u.chunks(GATE_CHUNK));
-                        o.chunks_mut(GATE_CHUNK).zip(gu)
-                    });
-                    let piece = |(o, (g, u)): (&mut [f32], (&[f32], &[f32]))| act.gate(g, u, o);
-                    if t * ff > GATE_CHUNK {
-                        pieces.collect::<Vec<_>>().into_par_iter().for_each(piece);
-                    } else {
-                        pieces.for_each(piece);
-                    }
-                    out
+                // SAFETY: `gate_rows` writes every element of its output.
+                let out = with_f32(&gu, |gu| unsafe {
+                    filled(t * ff, |out| act.gate_rows(gu, ff, out))
                 })?;
                 Tensor::from_vec(out, (t, ff), gu.device())
             }

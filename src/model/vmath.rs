@@ -1,6 +1,6 @@
 //! Exponentials in plain arithmetic that vectorises (no libm call per element): the softmax
-//! weights of attention and GELU with the tanh approximation (as `g · sigmoid(2u)`); and SiLU,
-//! which keeps libm's exponential. Also the greedy argmax over a row of logits.
+//! weights of attention, GELU with the tanh approximation (as `g · sigmoid(2u)`) and SiLU.
+//! Also the greedy argmax over a row of logits.
 
 /// `e^x` for `x` in `[-87, 88]` (callers clamp) to within a few units in the last place:
 /// `x = n ln 2 + r`, a degree-6 polynomial for `e^r`, `2^n` from the exponent bits.
@@ -35,12 +35,13 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + exp_in_range((-x).clamp(-87.0, 88.0)))
 }
 
-/// `x / (1 + e^-x)` (SiLU) on libm's exponential, as before this module: SiLU costs little
-/// beside a llama step's matmuls (under 2 % of a decode), and llama-family outputs stay the
-/// bits earlier records hold.
+/// `x / (1 + e^-x)` (SiLU) on the polynomial exponential (`-x` clamped to `[-87, 88]`: beyond,
+/// the quotient is `x` or within 1e-36 of zero), so a gate's loop vectorises; libm's scalar
+/// `expf` took 3.7 % of a 39-token prefill and 2.5 % of the sweep at 3 jobs (`perf record`,
+/// default model, 2 threads, Zen 3).
 #[inline(always)]
 pub(crate) fn silu(x: f32) -> f32 {
-    x / (1.0 + (-x).exp())
+    x / (1.0 + exp_in_range((-x).clamp(-87.0, 88.0)))
 }
 
 /// GELU with the tanh approximation, `0.5 x (1 + tanh(u))` with `u = √(2/π) (x + 0.044715 x³)`,

@@ -95,7 +95,7 @@ thread_local! {
 }
 
 /// `out[T, n] = x[T, k] · Wᵀ` at kernel level `lvl` (tests compare levels side by side with
-/// it; the model goes through [`QMatrix::matmul`]). Panics if the CPU lacks `lvl`.
+/// it; the model goes through [`QMatrix::matmul_uninit`]). Panics if the CPU lacks `lvl`.
 pub fn matmul_at(lvl: Level, w: &QMatrix, x: &[f32], t: usize, out: &mut [f32]) {
     matmul_uninit_at(lvl, w, x, t, as_uninit(out))
 }

@@ -32,7 +32,13 @@ pub(crate) fn exp_nonpositive(x: f32) -> f32 {
 /// `1 / (1 + e^-x)`: exact 0 and 1 are never reached, NaN stays NaN.
 #[inline(always)]
 fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + exp_in_range((-x).clamp(-87.0, 88.0)))
+    1.0 / one_plus_exp_neg(x)
+}
+
+/// `1 + e^-x`, `-x` clamped to `[-87, 88]` (the sigmoid's and SiLU's denominator).
+#[inline(always)]
+fn one_plus_exp_neg(x: f32) -> f32 {
+    1.0 + exp_in_range((-x).clamp(-87.0, 88.0))
 }
 
 /// `x / (1 + e^-x)` (SiLU) on the polynomial exponential (`-x` clamped to `[-87, 88]`: beyond,
@@ -41,7 +47,7 @@ fn sigmoid(x: f32) -> f32 {
 /// default model, 2 threads, Zen 3).
 #[inline(always)]
 pub(crate) fn silu(x: f32) -> f32 {
-    x / (1.0 + exp_in_range((-x).clamp(-87.0, 88.0)))
+    x / one_plus_exp_neg(x)
 }
 
 /// GELU with the tanh approximation, `0.5 x (1 + tanh(u))` with `u = √(2/π) (x + 0.044715 x³)`,

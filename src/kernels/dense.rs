@@ -17,8 +17,6 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use rayon::prelude::*;
-
 use super::matmul::{as_uninit, OutPtr};
 use super::{pool, Level};
 
@@ -179,9 +177,10 @@ fn matmul_uninit_at(lvl: Level, w: &HalfMatrix, x: &[f32], t: usize, out: &mut [
     if threads <= 1 || t * w.n * w.k < PARALLEL_MIN_MACS {
         return run_groups(lvl, w, x, t, 0..w.groups(), dst);
     }
-    pairs(w.groups(), threads * 2)
-        .into_par_iter()
-        .for_each(|groups| run_groups(lvl, w, x, t, groups, dst));
+    let parts = pairs(w.groups(), threads * 2);
+    super::team::for_each(parts.len(), |i| {
+        run_groups(lvl, w, x, t, parts[i].clone(), dst)
+    });
 }
 
 /// `groups` split into at most `parts` near-equal ranges, each but the last an even count (the

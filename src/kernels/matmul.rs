@@ -11,8 +11,6 @@ use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use rayon::prelude::*;
-
 use super::blocks::QType;
 use super::quantize::Acts;
 use super::{pool, repack, scalar, Level, QMatrix};
@@ -134,9 +132,9 @@ fn run_parallel(lvl: Level, w: &QMatrix, acts: &Acts, out: OutPtr) {
         return run_parts(lvl, w, acts, 0..n, out);
     }
     let chunks = chunk_ranges(n, threads * 2);
-    chunks
-        .into_par_iter()
-        .for_each(|cols| run_parts(lvl, w, acts, cols, out));
+    super::team::for_each(chunks.len(), |i| {
+        run_parts(lvl, w, acts, chunks[i].clone(), out)
+    });
 }
 
 /// Columns `cols` of `w`, split where its parts meet; each part's kernel sees part-relative

@@ -26,6 +26,7 @@ pub(crate) mod repack;
 mod repack_k;
 pub mod runtime;
 pub mod scalar;
+pub(crate) mod team;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;

@@ -4,6 +4,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::team::Team;
+
 /// Threads the kernels use: the current runtime's workers, else rayon's global pool's.
 pub fn threads() -> usize {
     rayon::current_num_threads()
@@ -24,8 +26,15 @@ pub(crate) fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 }
 
 /// Idle polls a helper spins through before it also yields its core to the OS each time
-/// (so a pool with more threads than free cores does not starve the step's own thread).
-const SPINS_BEFORE_YIELD: u32 = 1 << 12;
+/// (so a pool with more threads than free cores does not starve the step's own thread); a
+/// poll is a look at the team's word, every [`TEAM_POLLS`]th also one into rayon's queues.
+const SPINS_BEFORE_YIELD: u32 = 1 << 16;
+
+/// Idle polls of the team's word ([`Team::help_once`], a load) per look into rayon's queues
+/// (`rayon::yield_now`, which tries to steal from every worker): the step's own calls come
+/// through the team, rayon's jobs are the rarer ones (candle's own parallel loops, a parallel
+/// call made inside a team chunk).
+const TEAM_POLLS: u32 = 16;
 
 /// Runs `f` (on a worker) while every other worker of the pool runs a helper that takes the
 /// step's parallel work as it appears and does not sleep until `f` returns (as llama.cpp's
@@ -43,14 +52,15 @@ fn awake<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         return f();
     };
     let done = AtomicBool::new(false);
+    let team = Team::new();
     rayon::scope(|s| {
         for _ in 1..threads() {
-            let done = &done;
-            s.spawn(move |_| help(me, done));
+            let (done, team) = (&done, &team);
+            s.spawn(move |_| help(me, done, team));
         }
         // Set however `f` ends: the scope waits for the helpers, a panic included.
         let _release = Release(&done);
-        f()
+        team.lead(f)
     })
 }
 
@@ -66,18 +76,24 @@ impl Drop for Release<'_> {
 /// A helper: runs whatever parallel work the pool has until `done`. A helper that lands on
 /// the step's own thread (it only could while that thread waits for work it handed out)
 /// returns at once.
-fn help(owner: usize, done: &AtomicBool) {
+fn help(owner: usize, done: &AtomicBool, team: &Team) {
     if rayon::current_thread_index() == Some(owner) {
         return;
     }
     let mut idle = 0u32;
     while !done.load(Ordering::Acquire) {
+        if team.help_once() {
+            idle = 0;
+            continue;
+        }
+        idle = idle.saturating_add(1);
+        if !idle.is_multiple_of(TEAM_POLLS) {
+            std::hint::spin_loop();
+            continue;
+        }
         match rayon::yield_now() {
             Some(rayon::Yield::Executed) => idle = 0,
-            _ if idle < SPINS_BEFORE_YIELD => {
-                idle += 1;
-                std::hint::spin_loop();
-            }
+            _ if idle < SPINS_BEFORE_YIELD => std::hint::spin_loop(),
             _ => std::thread::yield_now(),
         }
     }

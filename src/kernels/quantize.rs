@@ -81,9 +81,7 @@ impl Acts {
             runs.into_iter()
                 .for_each(|(run, xs)| fill(kind, bl, xs, run));
         } else {
-            use rayon::prelude::*;
-            runs.into_par_iter()
-                .for_each(|(run, xs)| fill(kind, bl, xs, run));
+            super::team::for_each_item(runs, |(run, xs)| fill(kind, bl, xs, run));
         }
     }
 

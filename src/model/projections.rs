@@ -6,7 +6,6 @@
 use std::mem::MaybeUninit;
 
 use candle_core::{CpuStorage, Storage, Tensor};
-use rayon::prelude::*;
 
 use super::linear::Linear;
 use super::vmath;
@@ -85,9 +84,7 @@ impl Act {
         });
         if parallel {
             let pieces: Vec<_> = pieces.collect();
-            pieces
-                .into_par_iter()
-                .for_each(|(o, (g, u))| self.gate(g, u, o));
+            crate::kernels::team::for_each_item(pieces, |(o, (g, u))| self.gate(g, u, o));
         } else {
             pieces.for_each(|(o, (g, u))| self.gate(g, u, o));
         }

@@ -6,7 +6,6 @@
 //! candle's bits.
 
 use candle_core::{DType, Tensor};
-use rayon::prelude::*;
 
 use super::projections::with_f32;
 
@@ -33,9 +32,8 @@ fn sum(a: &[f32], b: &[f32]) -> Vec<f32> {
     let mut out = a.to_vec();
     let add = |(o, b): (&mut [f32], &[f32])| o.iter_mut().zip(b).for_each(|(o, b)| *o += b);
     if out.len() >= PARALLEL_MIN {
-        out.par_chunks_mut(CHUNK)
-            .zip(b.par_chunks(CHUNK))
-            .for_each(add);
+        let pieces: Vec<_> = out.chunks_mut(CHUNK).zip(b.chunks(CHUNK)).collect();
+        crate::kernels::team::for_each_item(pieces, add);
     } else {
         add((&mut out, b));
     }

@@ -14,7 +14,6 @@
 
 use super::{key_at, Dims, KvSlices, Scoring, SegmentRows, KEY_GROUP};
 use crate::model::vmath::exp_nonpositive;
-use rayon::prelude::*;
 use std::ops::Range;
 
 /// Keys per block for a head dimension: blocks start at multiples of it. 32 KiB of keys (and
@@ -113,7 +112,7 @@ pub(super) fn attend_tiled(
         unit(&job)
     };
     let results: Vec<Vec<f32>> = if parallel {
-        units.par_iter().map(run).collect()
+        crate::kernels::team::map(units.len(), |i| run(&units[i]))
     } else {
         units.iter().map(run).collect()
     };

@@ -1,7 +1,8 @@
 //! The matmul driver: quantizes the T activation rows once (into a per-thread buffer reused
-//! across calls), then splits the output columns into equal chunks run in parallel on the rayon pool;
-//! inside a chunk the level's kernel walks column tiles, and for each it loads every weight
-//! block once and dots it against all T rows (register tiles of up to 4 rows).
+//! across calls), then splits the output columns into equal chunks run in parallel (through
+//! the step's [`super::team`], else on rayon's pool); inside a chunk the level's kernel walks
+//! column tiles, and for each it loads every weight block once and dots it against all T rows
+//! (register tiles of up to 4 rows).
 //!
 //! Each output element is computed by exactly one thread with an operation order that depends
 //! only on the kernel level and `k`, never on T, the tile a row lands in or the chunking, so a

@@ -51,8 +51,8 @@ impl Acts {
 
     /// Quantizes `x` (`rows * k` f32, row-major) into this buffer as `kind`.
     /// `k` must be a multiple of the block length. Large inputs (a prefill's) are split into
-    /// runs of blocks quantized in parallel on the current rayon pool; blocks are independent,
-    /// so the values do not depend on the split.
+    /// runs of blocks quantized in parallel ([`super::team::for_each_item`]); blocks are
+    /// independent, so the values do not depend on the split.
     pub fn quantize(&mut self, kind: ActType, x: &[f32], rows: usize, k: usize) {
         let parts = if x.len() >= PARALLEL_MIN_VALUES {
             super::pool::threads()

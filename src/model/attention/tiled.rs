@@ -35,8 +35,8 @@ struct Unit {
     g: usize,
 }
 
-/// Causal attention of every query row into `out[T, heads * head_dim]`, on the rayon pool when
-/// `parallel`.
+/// Causal attention of every query row into `out[T, heads * head_dim]`, in parallel
+/// ([`crate::kernels::team::map`]) when `parallel`.
 pub(super) fn attend(
     dims: Dims,
     scoring: Scoring,
@@ -53,7 +53,7 @@ pub(super) fn attend(
     attend_tiled(dims, scoring, q, segments, out, tiling);
 }
 
-/// How [`attend_tiled`] runs: on the rayon pool or not, keys per block, and whether the inner
+/// How [`attend_tiled`] runs: in parallel or not, keys per block, and whether the inner
 /// loops use 512-bit registers ([`super::wide`]).
 #[derive(Clone, Copy)]
 pub(super) struct Tiling {
